@@ -1,0 +1,41 @@
+# make bench: set up everything, then run the default matrix on the synthetic dataset -> results/*.parquet
+# make test:  set up everything, then ruff and the tests
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+PROFILE ?= default
+NAME ?= $(PROFILE)
+# Debian packages: libturbojpeg0 (PyTurboJPEG, jpeg4py), libjpeg-turbo-progs (tjbench, the native ceiling)
+APT_PACKAGES ?= libturbojpeg0 libjpeg-turbo-progs
+EXTRAS ?= all
+STAMP := $(VENV)/.imgbench-installed
+
+.PHONY: setup bench test lint format clean-results
+
+setup: $(STAMP)
+
+$(STAMP): pyproject.toml Makefile scripts/apt-install.sh
+	@scripts/apt-install.sh $(APT_PACKAGES)
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[$(EXTRAS)]'
+	@touch $@
+
+bench: setup
+	$(VENV)/bin/imgbench dataset build $$($(PY) -c "from imgbench.profiles import get_profile; print(get_profile('$(PROFILE)').dataset)")
+	@# exit 1 means some cases failed: they are rows with status=failed, so the run still counts
+	@rc=0; $(VENV)/bin/pytest benches/ --imgbench-profile=$(PROFILE) --benchmark-save=$(NAME) \
+	  -p no:cacheprovider $(PYTEST_ARGS) || rc=$$?; \
+	echo; \
+	if [ $$rc -eq 1 ]; then echo "some cases failed: see the rows with status=failed"; rc=0; fi; \
+	echo "results: $$(ls -t results/*.parquet 2>/dev/null | head -1)"; \
+	echo "dashboard: $(VENV)/bin/imgbench dashboard   (or: $(VENV)/bin/streamlit run dashboard/app.py)"; \
+	exit $$rc
+
+test: setup
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/pytest tests/ -p no:cacheprovider
+
+format: setup
+	$(VENV)/bin/ruff format .
+	$(VENV)/bin/ruff check --fix .

@@ -1,0 +1,227 @@
+"""The ``imgbench`` command: run the matrix, manage datasets and results, report the environment."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from imgbench.paths import looks_like_path
+from imgbench.profiles import PROFILES
+
+app = typer.Typer(
+    help="Benchmarks for image data pipelines, on your machine and your data.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+)
+results_app = typer.Typer(help="List, show and import results.", no_args_is_help=True)
+app.add_typer(results_app, name="results")
+
+try:  # the datasets sub-commands live with the datasets package
+    from imgbench.datasets.cli import dataset_app
+
+    app.add_typer(dataset_app, name="dataset")
+except ImportError:  # pragma: no cover - only while the datasets package is incomplete
+    pass
+
+console = Console()
+err = Console(stderr=True)
+
+
+def fail(message: str, code: int = 2) -> typer.Exit:
+    """One clear line on stderr, no traceback."""
+    err.print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
+    return typer.Exit(code)
+
+
+@app.command()
+def run(
+    profile: Annotated[str, typer.Option(help="quick | default | full")] = "default",
+    dataset: Annotated[
+        str | None, typer.Option(help="a folder of images, or a recipe name from datasets/")
+    ] = None,
+    keyword: Annotated[
+        str | None, typer.Option("-k", help="pytest -k expression to select cases")
+    ] = None,
+    name: Annotated[str | None, typer.Option(help="--benchmark-save NAME")] = None,
+    results: Annotated[Path, typer.Option(help="folder for the parquet file")] = Path("results"),
+    benches: Annotated[Path | None, typer.Option(help="folder of bench files")] = None,
+    pytest_args: Annotated[
+        list[str] | None, typer.Argument(help="more pytest arguments, after --")
+    ] = None,
+) -> None:
+    """Run the benchmark matrix through pytest-benchmark and write results/RUN.parquet."""
+    if profile not in PROFILES:
+        raise fail(f"unknown profile {profile!r}; choose one of {', '.join(PROFILES)}")
+    if dataset is not None and looks_like_path(dataset) and not Path(dataset).exists():
+        raise fail(f"dataset path does not exist: {dataset}")
+    if benches is None:
+        from imgbench.paths import benches_dir
+
+        try:
+            benches = benches_dir()
+        except FileNotFoundError as exc:
+            raise fail(str(exc)) from None
+    args = [
+        sys.executable,
+        "-m",
+        "pytest",
+        str(benches),
+        f"--imgbench-profile={profile}",
+        f"--imgbench-results={results}",
+        f"--benchmark-save={name or profile}",
+    ]
+    if dataset:
+        args.append(f"--dataset={dataset}")
+    if keyword:
+        args += ["-k", keyword]
+    args += pytest_args or []
+    console.print(f"[dim]$ {' '.join(args)}[/]", highlight=False)
+    code = subprocess.call(args)
+    raise typer.Exit(code)
+
+
+@results_app.command("list")
+def results_list(
+    results: Annotated[Path, typer.Argument(help="folder or files")] = Path("results"),
+) -> None:
+    """One line per run found in the results folder."""
+    from imgbench.results.store import load_results, run_summary
+
+    loaded = load_results(results)
+    for path, reason in loaded.skipped:
+        err.print(f"[yellow]skipped {path}: {reason}[/]", highlight=False)
+    summary = run_summary(loaded.frame)
+    if summary.empty:
+        console.print(f"no results in {results}; run `make bench` or `imgbench run`")
+        return
+    table = Table("run_id", "created (UTC)", "host", "dataset", "ok", "skipped", "failed")
+    for row in summary.itertuples():
+        table.add_row(
+            str(row.run_id),
+            f"{row.created_utc:%Y-%m-%d %H:%M}",
+            str(row.hostname),
+            str(row.dataset_name),
+            str(row.ok),
+            str(row.skipped),
+            str(row.failed),
+        )
+    console.print(table)
+
+
+@results_app.command("show")
+def results_show(
+    run_id: Annotated[str, typer.Argument(help="a run id (or a unique prefix), or a parquet file")],
+    results: Annotated[Path, typer.Option(help="results folder")] = Path("results"),
+) -> None:
+    """The cases of one run: throughput, spread, status."""
+    from imgbench.results.store import load_results
+
+    source = Path(run_id)
+    loaded = load_results(source if source.is_file() else results)
+    frame = loaded.frame
+    if not source.is_file():
+        matches = sorted({r for r in frame["run_id"].dropna() if str(r).startswith(run_id)})
+        if len(matches) != 1:
+            found = "no run" if not matches else f"{len(matches)} runs"
+            raise fail(f"{found} matching {run_id!r} in {results}")
+        frame = frame[frame["run_id"] == matches[0]]
+    table = Table("case", "status", "images/s", "q1–q3", "MP/s", "p99 ms", "reason")
+    for row in frame.itertuples():
+        ok = row.status == "ok"
+        table.add_row(
+            str(row.case_id),
+            str(row.status),
+            f"{row.images_per_s_median:,.0f}" if ok else "",
+            f"{row.images_per_s_q1:,.0f}–{row.images_per_s_q3:,.0f}" if ok else "",
+            f"{row.megapixels_per_s_median:,.1f}" if ok and row.megapixels_per_s_median else "",
+            f"{row.latency_ms_p99:.2f}" if ok and row.latency_ms_p99 else "",
+            str(row.reason or ""),
+        )
+    console.print(table)
+
+
+@results_app.command("import")
+def results_import(
+    files: Annotated[list[Path], typer.Argument(help="pytest-benchmark JSON files")],
+    results: Annotated[Path, typer.Option(help="results folder")] = Path("results"),
+) -> None:
+    """Turn pytest-benchmark JSON files into parquet runs."""
+    from imgbench.results.pytest_json import JSONImportError, rows_from_json
+    from imgbench.results.store import write_rows
+
+    code = 0
+    for path in files:
+        try:
+            rows = rows_from_json(path)
+        except JSONImportError as exc:
+            err.print(f"[red]error:[/] {exc}", highlight=False)
+            code = 2
+            continue
+        if not rows:
+            err.print(f"[yellow]{path}: no benchmarks in it[/]", highlight=False)
+            continue
+        target = results / f"{rows[0]['run_id']}.parquet"
+        write_rows(rows, target)
+        console.print(f"{path} -> {target} ({len(rows)} rows)", highlight=False)
+    raise typer.Exit(code)
+
+
+@app.command()
+def env() -> None:
+    """Each library of the matrix: its installed version, or why it is unavailable."""
+    from imgbench.libraries import library_statuses
+    from imgbench.machine import machine_info
+
+    info = machine_info()
+    console.print(
+        f"{info.hostname}: {info.cpu_model}, {info.cpu_cores_logical} logical cores, "
+        f"{info.ram_bytes / 2**30:.1f} GiB, {info.os}, Python {info.python_version}",
+        highlight=False,
+    )
+    table = Table("stage", "library", "version", "status")
+    for status in library_statuses():
+        table.add_row(
+            status.stage,
+            status.library,
+            status.version or "",
+            "[green]available[/]" if status.available else f"[red]unavailable[/]: {status.reason}",
+        )
+    console.print(table)
+
+
+@app.command()
+def dashboard(
+    results: Annotated[Path, typer.Option(help="results folder")] = Path("results"),
+    port: Annotated[int, typer.Option(help="port on 127.0.0.1")] = 8501,
+) -> None:
+    """Open the Streamlit dashboard on the results folder."""
+    from imgbench.paths import repo_root
+
+    root = repo_root()
+    app_file = root / "dashboard" / "app.py" if root else None
+    if app_file is None or not app_file.is_file():
+        raise fail("the dashboard is not built yet (issue: Streamlit dashboard)", code=1)
+    env_vars = {**os.environ, "IMGBENCH_RESULTS": str(results.resolve())}
+    cmd = [
+        sys.executable,
+        "-m",
+        "streamlit",
+        "run",
+        str(app_file),
+        "--server.address=127.0.0.1",
+        f"--server.port={port}",
+        "--server.headless=true",
+        "--browser.gatherUsageStats=false",
+    ]
+    raise typer.Exit(subprocess.call(cmd, env=env_vars))
+
+
+def main() -> None:  # pragma: no cover
+    app()

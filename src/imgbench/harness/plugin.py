@@ -1,0 +1,302 @@
+"""The pytest plugin (entry point ``pytest11``): cases in, one parquet file per session out.
+
+pytest-benchmark stays the front door: its flags, JSON and comparisons work unchanged. This
+plugin adds the case parametrisation per profile, the ``imgbench`` fixture that times a case,
+and a row per case (ok, skipped or failed) rewritten atomically to ``results/RUN.parquet`` after
+every case, so an interrupted session still leaves every finished case readable.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from imgbench.harness.case import Case
+from imgbench.harness.context import CaseContext
+from imgbench.harness.measure import Measurement, measure
+from imgbench.harness.stages import stage_cases
+from imgbench.machine import commit_info, dist_version, machine_info
+from imgbench.paths import looks_like_path
+from imgbench.profiles import Profile, get_profile
+from imgbench.results.schema import empty_row
+from imgbench.results.store import write_rows
+
+CASE_KEY = pytest.StashKey[Case]()
+MEASUREMENT_KEY = pytest.StashKey[Measurement]()
+START_KEY = pytest.StashKey[float]()
+RECORDED_KEY = pytest.StashKey[bool]()
+
+
+@dataclass
+class SessionState:
+    config: pytest.Config
+    profile: Profile
+    results_dir: Path
+    dataset_spec: str | None
+    rounds: int
+    warmup_rounds: int
+    max_images: int
+    run_id: str
+    run_name: str | None
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    _context: CaseContext | None = None
+    _dataset_error: str | None = None
+
+    @property
+    def results_path(self) -> Path:
+        return self.results_dir / f"{self.run_id}.parquet"
+
+    def context(self) -> CaseContext:
+        """Load the dataset once, on the first case that needs it."""
+        if self._dataset_error is not None:
+            raise RuntimeError(self._dataset_error)
+        if self._context is None:
+            from imgbench.datasets import DatasetError, load_dataset
+
+            try:
+                dataset = load_dataset(self.dataset_spec or self.profile.dataset)
+            except DatasetError as exc:
+                self._dataset_error = f"dataset: {exc}"
+                raise RuntimeError(self._dataset_error) from None
+            self._context = CaseContext(
+                dataset=dataset, profile=self.profile, max_images=self.max_images
+            )
+        return self._context
+
+    def record(self, row: dict[str, Any]) -> None:
+        self.rows.append(row)
+        write_rows(self.rows, self.results_path)
+
+
+STATE_KEY = pytest.StashKey[SessionState]()
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("imgbench", "imgbench: image pipeline benchmarks")
+    group.addoption(
+        "--imgbench-results",
+        metavar="DIR",
+        default="results",
+        help="folder for the run's parquet file (default: results)",
+    )
+    group.addoption(
+        "--imgbench-profile",
+        metavar="NAME",
+        default="default",
+        help="quick | default | full (default: default)",
+    )
+    group.addoption(
+        "--dataset",
+        "--imgbench-dataset",
+        dest="imgbench_dataset",
+        metavar="PATH_OR_RECIPE",
+        default=None,
+        help="a folder of images, or a recipe name from datasets/ (default: the profile's)",
+    )
+    group.addoption("--imgbench-rounds", type=int, default=None, help="timed rounds per case")
+    group.addoption("--imgbench-max-images", type=int, default=None, help="images per timed round")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "imgbench(stage): the module's cases come from this imgbench stage"
+    )
+    try:
+        profile = get_profile(config.getoption("imgbench_profile"))
+    except ValueError as exc:
+        raise pytest.UsageError(str(exc)) from None
+    spec = config.getoption("imgbench_dataset")
+    if spec and looks_like_path(spec) and not Path(spec).exists():
+        raise pytest.UsageError(f"imgbench: dataset path does not exist: {spec}")
+    save_name = config.getoption("benchmark_save", None)
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+    run_id = f"{stamp}-{save_name or 'run'}-{uuid.uuid4().hex[:6]}"
+    config.stash[STATE_KEY] = SessionState(
+        config=config,
+        profile=profile,
+        results_dir=Path(config.getoption("imgbench_results")),
+        dataset_spec=spec,
+        rounds=config.getoption("imgbench_rounds") or profile.rounds,
+        warmup_rounds=profile.warmup_rounds,
+        max_images=config.getoption("imgbench_max_images") or profile.max_images,
+        run_id=run_id,
+        run_name=save_name,
+    )
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "imgbench_case" not in metafunc.fixturenames:
+        return
+    marker = metafunc.definition.get_closest_marker("imgbench")
+    if marker is None:
+        raise pytest.UsageError(
+            f"{metafunc.definition.nodeid}: mark the module with pytest.mark.imgbench(stage=...)"
+        )
+    stage = marker.kwargs.get("stage") or marker.args[0]
+    profile = metafunc.config.stash[STATE_KEY].profile
+    cases = stage_cases(stage, profile)
+    metafunc.parametrize("imgbench_case", cases, ids=[c.test_id for c in cases])
+
+
+class Harness:
+    """The ``imgbench`` fixture: ``imgbench.measure(case)`` times a case and records its row."""
+
+    def __init__(self, item: pytest.Item, benchmark: Any, state: SessionState) -> None:
+        self._item = item
+        self._benchmark = benchmark
+        self._state = state
+
+    def measure(self, case: Case) -> Measurement:
+        self._item.stash[CASE_KEY] = case
+        reason = case.unmet_requirement()
+        if reason:
+            pytest.skip(reason)
+        ctx = self._state.context()
+        result = measure(self._benchmark, case, ctx, self._state.rounds, self._state.warmup_rounds)
+        self._item.stash[MEASUREMENT_KEY] = result
+        return result
+
+
+@pytest.fixture
+def imgbench(request: pytest.FixtureRequest, benchmark: Any) -> Harness:
+    return Harness(request.node, benchmark, request.config.stash[STATE_KEY])
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    item.stash[START_KEY] = time.perf_counter()
+    callspec = getattr(item, "callspec", None)
+    if callspec is not None and isinstance(callspec.params.get("imgbench_case"), Case):
+        item.stash[CASE_KEY] = callspec.params["imgbench_case"]
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):  # type: ignore[no-untyped-def]
+    outcome = yield
+    report: pytest.TestReport = outcome.get_result()
+    case = item.stash.get(CASE_KEY, None)
+    if case is None or item.stash.get(RECORDED_KEY, False):
+        return
+    if item.config.getoption("benchmark_disable", False):
+        return  # a correctness run: nothing was timed, so nothing is recorded
+    final = report.when == "call" or (report.when == "setup" and not report.passed)
+    if not final:
+        return
+    state = item.config.stash[STATE_KEY]
+    measurement = item.stash.get(MEASUREMENT_KEY, None)
+    if report.skipped:
+        status, reason = "skipped", _skip_reason(report)
+    elif report.failed:
+        status, reason = "failed", _failure_reason(call)
+    elif measurement is None:
+        status, reason = "failed", "the bench passed without calling imgbench.measure(case)"
+    else:
+        status, reason = "ok", None
+    row = build_row(state, item, case, measurement if status == "ok" else None, status, reason)
+    item.stash[RECORDED_KEY] = True
+    state.record(row)
+
+
+def _skip_reason(report: pytest.TestReport) -> str:
+    longrepr = report.longrepr
+    text = str(longrepr[2]) if isinstance(longrepr, tuple) and len(longrepr) == 3 else str(longrepr)
+    return text.removeprefix("Skipped: ").strip()
+
+
+def _failure_reason(call: pytest.CallInfo[None]) -> str:
+    if call.excinfo is None:
+        return "failed"
+    text = call.excinfo.exconly().strip()
+    first = text.splitlines()[0] if text else call.excinfo.typename
+    return first[:1000]
+
+
+def build_row(
+    state: SessionState,
+    item: pytest.Item,
+    case: Case,
+    measurement: Measurement | None,
+    status: str,
+    reason: str | None,
+) -> dict[str, Any]:
+    row = empty_row()
+    commit = commit_info()
+    row.update(machine_info().as_row())
+    row.update(
+        run_id=state.run_id,
+        run_name=state.run_name,
+        created_utc=datetime.now(UTC),
+        git_commit=commit.commit,
+        git_branch=commit.branch,
+        git_dirty=commit.dirty,
+        stage=case.stage,
+        case_id=case.case_id,
+        test_id=item.nodeid,
+        library=case.library,
+        library_version=dist_version(case.dist) if case.dist else None,
+        variant=case.variant,
+        environment=case.environment,
+        codec=case.params.get("codec"),
+        mode=case.params.get("mode"),
+        cache_state=case.params.get("cache_state"),
+        threads=case.threads,
+        workers=case.params.get("workers"),
+        batch_size=case.params.get("batch_size"),
+        params_json=json.dumps(dict(case.params), sort_keys=True, default=str),
+        status=status,
+        reason=reason,
+        wall_s=time.perf_counter() - item.stash.get(START_KEY, time.perf_counter()),
+    )
+    ctx = state._context
+    if ctx is not None:
+        ds = ctx.dataset
+        row.update(
+            dataset_name=ds.name,
+            dataset_fingerprint=ds.fingerprint,
+            dataset_images=ds.n_images,
+            dataset_mean_megapixels=ds.mean_megapixels,
+            dataset_codec=ds.codec,
+        )
+    else:
+        row.update(dataset_name=state.dataset_spec or state.profile.dataset)
+    if measurement is not None:
+        row.update(measurement.metrics())
+        row.update(
+            threads_opencv=measurement.threads.threads_opencv,
+            threads_torch=measurement.threads.threads_torch,
+            threads_blas=measurement.threads.threads_blas,
+            thread_env=measurement.threads.thread_env,
+            allocator_env=measurement.threads.allocator_env,
+            extra_json=json.dumps(measurement.extra, default=str) if measurement.extra else None,
+        )
+    return row
+
+
+def pytest_benchmark_update_machine_info(config: pytest.Config, machine_info: dict) -> None:
+    from imgbench.machine import machine_info as imgbench_machine
+
+    machine_info["imgbench"] = imgbench_machine().as_row()
+
+
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+    state = config.stash.get(STATE_KEY, None)
+    if state is None or not state.rows:
+        return
+    counts: dict[str, int] = {}
+    for row in state.rows:
+        counts[row["status"]] = counts.get(row["status"], 0) + 1
+    summary = ", ".join(f"{n} {status}" for status, n in sorted(counts.items()))
+    terminalreporter.write_sep("-", "imgbench")
+    terminalreporter.write_line(f"imgbench results ({summary}): {state.results_path}")
+    skipped = [r for r in state.rows if r["status"] == "skipped"]
+    reasons: dict[str, int] = {}
+    for row in skipped:
+        reasons[row["reason"]] = reasons.get(row["reason"], 0) + 1
+    for reason, n in sorted(reasons.items(), key=lambda kv: -kv[1]):
+        terminalreporter.write_line(f"  skipped x{n}: {reason}")

@@ -1,0 +1,88 @@
+"""Facts about the machine and the checkout that every result row carries."""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import platform
+import socket
+from dataclasses import asdict, dataclass
+from importlib import metadata
+from pathlib import Path
+
+import psutil
+
+
+@dataclass(frozen=True)
+class MachineInfo:
+    machine_id: str
+    hostname: str
+    cpu_model: str
+    cpu_cores_logical: int
+    cpu_cores_physical: int
+    ram_bytes: int
+    os: str
+    arch: str
+    python_version: str
+
+    def as_row(self) -> dict[str, object]:
+        return asdict(self)
+
+
+def _cpu_model() -> str:
+    cpuinfo = Path("/proc/cpuinfo")
+    if cpuinfo.exists():
+        for line in cpuinfo.read_text(errors="replace").splitlines():
+            if line.lower().startswith(("model name", "hardware", "cpu model")):
+                return line.split(":", 1)[1].strip()
+    return platform.processor() or platform.machine()
+
+
+@functools.cache
+def machine_info() -> MachineInfo:
+    """The machine as rows describe it; ``machine_id`` changes when any identifying fact does."""
+    facts = {
+        "hostname": socket.gethostname(),
+        "cpu_model": _cpu_model(),
+        "cpu_cores_logical": psutil.cpu_count(logical=True) or 0,
+        "cpu_cores_physical": psutil.cpu_count(logical=False) or 0,
+        "ram_bytes": psutil.virtual_memory().total,
+        "os": platform.platform(),
+        "arch": platform.machine(),
+        "python_version": platform.python_version(),
+    }
+    identity = "|".join(
+        str(facts[k])
+        for k in ("hostname", "cpu_model", "cpu_cores_logical", "ram_bytes", "os", "arch")
+    )
+    machine_id = hashlib.sha256(identity.encode()).hexdigest()[:16]
+    return MachineInfo(machine_id=machine_id, **facts)  # type: ignore[arg-type]
+
+
+@dataclass(frozen=True)
+class CommitInfo:
+    commit: str | None
+    branch: str | None
+    dirty: bool | None
+
+
+@functools.cache
+def commit_info() -> CommitInfo:
+    """The git commit of the working directory, via pytest-benchmark's own helper."""
+    from pytest_benchmark.utils import get_commit_info
+
+    info = get_commit_info()
+    commit = info.get("id")
+    return CommitInfo(
+        commit=None if commit in (None, "unversioned") else commit,
+        branch=info.get("branch"),
+        dirty=info.get("dirty"),
+    )
+
+
+def dist_version(dist: str) -> str | None:
+    """Installed version of a distribution, or None when it is not installed."""
+    try:
+        return metadata.version(dist)
+    except metadata.PackageNotFoundError:
+        return None

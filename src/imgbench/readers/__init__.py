@@ -1,0 +1,1 @@
+"""Readers and decoders: one adapter file per library, one registry."""

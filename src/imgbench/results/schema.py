@@ -1,0 +1,124 @@
+"""The results schema: the one contract between the measuring half and the reading half.
+
+Column names carry their units (``_s``, ``_ms``, ``_bytes``, ``images_per_s``, ``mb_per_s`` with
+MB = 10**6 bytes, ``megapixels_per_s``) so a row is readable without this file. Bump
+``SCHEMA_VERSION`` when a column changes meaning or is removed; adding a column keeps old files
+readable because ``results.store`` fills missing columns with nulls.
+"""
+
+from __future__ import annotations
+
+import pyarrow as pa
+
+SCHEMA_VERSION = 1
+
+STATUSES = ("ok", "skipped", "failed")
+
+_FIELDS: list[tuple[str, pa.DataType, str]] = [
+    ("schema_version", pa.int32(), "version of this schema the row was written with"),
+    # run
+    ("run_id", pa.string(), "unique id of the pytest session; also the parquet file name"),
+    ("run_name", pa.string(), "the --benchmark-save NAME, if any"),
+    ("created_utc", pa.timestamp("us", tz="UTC"), "when the case finished (UTC)"),
+    ("git_commit", pa.string(), "commit of the imgbench checkout the run used"),
+    ("git_branch", pa.string(), "branch of that checkout"),
+    ("git_dirty", pa.bool_(), "uncommitted changes were present"),
+    # machine
+    (
+        "machine_id",
+        pa.string(),
+        "hash of cpu, cores, ram, os, arch, hostname: same id = same machine",
+    ),
+    ("hostname", pa.string(), ""),
+    ("cpu_model", pa.string(), ""),
+    ("cpu_cores_logical", pa.int32(), ""),
+    ("cpu_cores_physical", pa.int32(), ""),
+    ("ram_bytes", pa.int64(), "total memory"),
+    ("os", pa.string(), "e.g. Linux-6.1-x86_64-with-glibc2.36"),
+    ("arch", pa.string(), ""),
+    ("python_version", pa.string(), ""),
+    # case
+    ("stage", pa.string(), "read | augment | format | loader | native | ..."),
+    ("case_id", pa.string(), "stable id of the case across runs (stage/library/variant/params)"),
+    ("test_id", pa.string(), "pytest node id"),
+    ("library", pa.string(), "library measured, e.g. pillow, opencv"),
+    ("library_version", pa.string(), "installed version, verified in the process that measured"),
+    ("variant", pa.string(), "how the library is called, e.g. imdecode-rgb"),
+    ("environment", pa.string(), "python environment: main, pillow-simd, tensorflow"),
+    # dataset
+    ("dataset_name", pa.string(), "recipe name or folder name"),
+    ("dataset_fingerprint", pa.string(), "hash of the manifest: paths, sizes, content hashes"),
+    ("dataset_images", pa.int64(), "usable images in the dataset"),
+    ("dataset_mean_megapixels", pa.float64(), ""),
+    ("dataset_codec", pa.string(), "dominant codec of the dataset, or mixed"),
+    # parameters (typed); everything else goes to params_json
+    ("codec", pa.string(), "codec of the images this case used"),
+    ("mode", pa.string(), "memory | disk | ..."),
+    ("cache_state", pa.string(), "warm | cold | n/a"),
+    ("cache_method", pa.string(), "how the cache state was made, and whether it was checked"),
+    ("threads", pa.int32(), "threads requested for the library; null = library default"),
+    ("workers", pa.int32(), "loader workers"),
+    ("batch_size", pa.int32(), ""),
+    ("params_json", pa.string(), "all parameters of the case as JSON"),
+    # thread and allocator settings in force while timing
+    ("threads_opencv", pa.int32(), "cv2.getNumThreads() while timing, if OpenCV was loaded"),
+    ("threads_torch", pa.int32(), "torch.get_num_threads() while timing, if torch was loaded"),
+    ("threads_blas", pa.int32(), "threadpoolctl: max threads of loaded OpenMP/BLAS pools"),
+    ("thread_env", pa.string(), "OMP/MKL/OPENBLAS thread variables as JSON"),
+    ("allocator_env", pa.string(), "MALLOC_* variables as JSON (they change decode timings)"),
+    # work per round
+    ("images_per_round", pa.int64(), "images each timed call processed"),
+    ("bytes_per_round", pa.int64(), "input bytes each timed call processed"),
+    ("megapixels_per_round", pa.float64(), "output megapixels each timed call produced"),
+    ("rounds", pa.int32(), "timed rounds"),
+    ("iterations", pa.int32(), "calls per round"),
+    ("warmup_rounds", pa.int32(), "untimed rounds before timing"),
+    ("samples_s", pa.list_(pa.float64()), "raw seconds of every timed round"),
+    # metrics
+    ("images_per_s_median", pa.float64(), "images per second, from the median round"),
+    ("images_per_s_q1", pa.float64(), "images per second at the slow quartile of rounds"),
+    ("images_per_s_q3", pa.float64(), "images per second at the fast quartile of rounds"),
+    ("mb_per_s_median", pa.float64(), "input MB (10**6 bytes) per second, median round"),
+    ("megapixels_per_s_median", pa.float64(), "output megapixels per second, median round"),
+    ("latency_ms_median", pa.float64(), "per-image latency, median over all timed images"),
+    ("latency_ms_p90", pa.float64(), ""),
+    ("latency_ms_p99", pa.float64(), ""),
+    ("peak_rss_bytes", pa.int64(), "peak resident memory of the measuring process during the case"),
+    ("wall_s", pa.float64(), "wall time of the whole case, set-up included"),
+    ("extra_json", pa.string(), "stage-specific extra metrics as JSON"),
+    # outcome
+    ("status", pa.string(), "ok | skipped | failed"),
+    ("reason", pa.string(), "why skipped or failed; null when ok"),
+]
+
+SCHEMA = pa.schema([pa.field(name, dtype) for name, dtype, _ in _FIELDS])
+COLUMNS: list[str] = [name for name, _, _ in _FIELDS]
+DESCRIPTIONS: dict[str, str] = {name: doc for name, _, doc in _FIELDS}
+
+# Metrics and the direction in which they are better; the regression checker reads this.
+HIGHER_IS_BETTER = {
+    "images_per_s_median": True,
+    "mb_per_s_median": True,
+    "megapixels_per_s_median": True,
+    "latency_ms_median": False,
+    "latency_ms_p90": False,
+    "latency_ms_p99": False,
+    "peak_rss_bytes": False,
+}
+
+
+def empty_row() -> dict[str, object]:
+    """A row with every column present and null, so writers never omit a column."""
+    row: dict[str, object] = dict.fromkeys(COLUMNS)
+    row["schema_version"] = SCHEMA_VERSION
+    return row
+
+
+def to_table(rows: list[dict[str, object]]) -> pa.Table:
+    """Rows to an Arrow table with the exact schema; unknown keys are an error, not a silent drop."""
+    for row in rows:
+        unknown = set(row) - set(COLUMNS)
+        if unknown:
+            raise KeyError(f"columns not in the results schema: {sorted(unknown)}")
+    columns = {name: [row.get(name) for row in rows] for name in COLUMNS}
+    return pa.Table.from_pydict(columns, schema=SCHEMA)

@@ -1,0 +1,52 @@
+"""Shared fixtures: small real image folders and a way to run pytest on bench files."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image
+
+
+def write_photo_like(path: Path, size: tuple[int, int], seed: int, fmt: str = "JPEG") -> None:
+    """A small smooth-plus-texture image, enough for contract and harness tests."""
+    rng = np.random.default_rng(seed)
+    w, h = size
+    y, x = np.mgrid[0:h, 0:w]
+    base = np.stack(
+        [
+            128 + 100 * np.sin(x / (7 + seed % 5)),
+            128 + 100 * np.cos(y / 11),
+            (x + y) % 256,
+        ],
+        axis=-1,
+    )
+    noise = rng.normal(0, 6, size=base.shape)
+    pixels = np.clip(base + noise, 0, 255).astype(np.uint8)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    Image.fromarray(pixels).save(path, format=fmt, **({"quality": 90} if fmt == "JPEG" else {}))
+
+
+@pytest.fixture(scope="session")
+def tiny_dataset(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Eight JPEGs and two PNGs in two class folders."""
+    root = tmp_path_factory.mktemp("tiny-dataset")
+    for i in range(8):
+        write_photo_like(root / f"class_{i % 2}" / f"img_{i:02d}.jpg", (96 + 8 * i, 64), seed=i)
+    for i in range(2):
+        write_photo_like(root / "class_0" / f"png_{i}.png", (80, 60), seed=10 + i, fmt="PNG")
+    return root
+
+
+def run_pytest(args: list[str], cwd: Path, timeout: float = 300) -> subprocess.CompletedProcess:
+    """Run pytest in a fresh process, as a user would; the imgbench plugin loads by entry point."""
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )

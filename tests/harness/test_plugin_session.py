@@ -1,0 +1,142 @@
+"""The pytest plugin end to end, in real pytest subprocesses on a real image folder."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pyarrow.parquet as pq
+
+from tests.conftest import run_pytest
+
+BENCH = """
+import os, signal
+import pytest
+from imgbench.harness.case import Case, Workload
+
+
+def ok_prepare(ctx, case):
+    entries = ctx.entries("jpeg")
+    return Workload(items=[ctx.path(e).read_bytes() for e in entries], fn=len,
+                    bytes_per_round=1000, megapixels_per_round=0.5)
+
+
+def failing_prepare(ctx, case):
+    raise ValueError("corrupt input: broken.jpg is truncated")
+
+
+def killing_prepare(ctx, case):
+    os.kill(os.getpid(), getattr(signal, os.environ.get("IMGBENCH_TEST_SIGNAL", "SIGKILL")))
+    return ok_prepare(ctx, case)
+
+
+CASES = [
+    Case(stage="test", library="alpha", variant="ok", prepare=ok_prepare, params={"threads": 1}),
+    Case(stage="test", library="beta", variant="boom", prepare=failing_prepare),
+    Case(stage="test", library="gamma", variant="missing", prepare=ok_prepare,
+         requires=("no_such_module_xyz",)),
+    Case(stage="test", library="delta", variant="ok", prepare=ok_prepare, params={"threads": None}),
+]
+if os.environ.get("IMGBENCH_TEST_KILL"):
+    CASES.insert(2, Case(stage="test", library="killer", variant="x", prepare=killing_prepare))
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.test_id for c in CASES])
+def test_case(imgbench, case):
+    imgbench.measure(case)
+"""
+
+
+def _setup(tmp_path: Path) -> Path:
+    (tmp_path / "test_fake_bench.py").write_text(BENCH)
+    return tmp_path / "results"
+
+
+def _args(tiny_dataset: Path, results: Path) -> list[str]:
+    return [
+        "test_fake_bench.py",
+        f"--dataset={tiny_dataset}",
+        f"--imgbench-results={results}",
+        "--imgbench-profile=quick",
+    ]
+
+
+def test_failing_case_beside_passing_ones(tmp_path: Path, tiny_dataset: Path) -> None:
+    results = _setup(tmp_path)
+    proc = run_pytest(_args(tiny_dataset, results), cwd=tmp_path)
+    assert proc.returncode == 1, proc.stdout + proc.stderr  # one case failed; the run went on
+    files = list(results.glob("*.parquet"))
+    assert len(files) == 1
+    frame = pd.read_parquet(files[0]).set_index("library")
+    assert frame.loc["alpha", "status"] == "ok"
+    assert frame.loc["delta", "status"] == "ok"
+    assert frame.loc["beta", "status"] == "failed"
+    assert "broken.jpg is truncated" in frame.loc["beta", "reason"]
+    assert frame.loc["gamma", "status"] == "skipped"
+    assert "no_such_module_xyz" in frame.loc["gamma", "reason"]
+    ok = frame.loc["alpha"]
+    assert ok["images_per_round"] == 8
+    assert len(ok["samples_s"]) == ok["rounds"] == 5
+    assert ok["images_per_s_median"] == ok["images_per_round"] / pd.Series(ok["samples_s"]).median()
+    assert ok["images_per_s_q1"] <= ok["images_per_s_median"] <= ok["images_per_s_q3"]
+    assert ok["threads"] == 1 and pd.isna(frame.loc["delta", "threads"])
+    assert json.loads(ok["thread_env"])["OMP_NUM_THREADS"] == "1"
+    assert ok["dataset_images"] == 10 and len(ok["dataset_fingerprint"]) >= 8
+    assert ok["peak_rss_bytes"] > 10_000_000
+    assert ok["machine_id"] and ok["cpu_cores_logical"] >= 1
+    assert "imgbench results" in proc.stdout and "skipped x1" in proc.stdout
+
+
+def test_killed_session_keeps_finished_cases(tmp_path: Path, tiny_dataset: Path) -> None:
+    results = _setup(tmp_path)
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "IMGBENCH_TEST_KILL": "1"}
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *_args(tiny_dataset, results)],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode < 0 or proc.returncode == 137  # killed by SIGKILL
+    files = list(results.glob("*.parquet"))
+    assert len(files) == 1
+    table = pq.read_table(files[0])  # readable: the kill never leaves half a file
+    assert sorted(table.column("library").to_pylist()) == ["alpha", "beta"]
+    assert not list(results.glob("*.tmp"))
+
+
+def test_ctrl_c_keeps_finished_cases(tmp_path: Path, tiny_dataset: Path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    results = _setup(tmp_path)
+    env = {**os.environ, "IMGBENCH_TEST_KILL": "1", "IMGBENCH_TEST_SIGNAL": "SIGINT"}
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *_args(tiny_dataset, results)],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 2, proc.stdout  # pytest's "interrupted"
+    (path,) = results.glob("*.parquet")
+    assert sorted(pd.read_parquet(path)["library"]) == ["alpha", "beta"]
+
+
+def test_missing_dataset_path_is_one_clear_line(tmp_path: Path) -> None:
+    results = _setup(tmp_path)
+    proc = run_pytest(
+        ["test_fake_bench.py", "--dataset=/nonexistent/photos", f"--imgbench-results={results}"],
+        cwd=tmp_path,
+    )
+    assert proc.returncode == 4  # pytest usage error
+    assert "dataset path does not exist: /nonexistent/photos" in proc.stderr
+    assert "Traceback" not in proc.stderr + proc.stdout

@@ -1,0 +1,100 @@
+"""`pytest benches/` with pytest-benchmark's own flags, into parquet and JSON, and JSON back in."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from imgbench.results.pytest_json import JSONImportError, rows_from_json
+from imgbench.results.store import load_results, write_rows
+from tests.conftest import run_pytest
+
+BENCHES = Path(__file__).resolve().parents[2] / "benches"
+
+
+@pytest.fixture(scope="module")
+def bench_run(tmp_path_factory: pytest.TempPathFactory, tiny_dataset: Path) -> dict:
+    out = tmp_path_factory.mktemp("bench-run")
+    proc = run_pytest(
+        [
+            str(BENCHES / "bench_readers.py"),
+            f"--dataset={tiny_dataset}",
+            "--imgbench-profile=quick",
+            f"--imgbench-results={out / 'results'}",
+            "--benchmark-save=ci",
+            f"--benchmark-storage={out / 'storage'}",
+            "--benchmark-save-data",
+            f"--benchmark-json={out / 'run.json'}",
+            "-k",
+            "jpeg or png or webp",
+        ],
+        cwd=out,
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    (parquet,) = (out / "results").glob("*.parquet")
+    return {"dir": out, "parquet": parquet, "stdout": proc.stdout}
+
+
+def test_rows_for_pillow_and_opencv(bench_run: dict) -> None:
+    frame = pd.read_parquet(bench_run["parquet"])
+    assert "-ci-" in bench_run["parquet"].name
+    assert set(frame["run_name"]) == {"ci"}
+    ok = frame[frame.status == "ok"]
+    assert {"pillow", "opencv"} <= set(ok["library"])
+    assert set(ok["codec"]) == {"jpeg", "png"}
+    jpeg = ok[ok.codec == "jpeg"]
+    assert (jpeg["images_per_round"] == 8).all()
+    assert (jpeg["images_per_s_median"] > 0).all()
+    assert (jpeg["megapixels_per_s_median"] > 0).all()
+    assert (jpeg["library_version"].str.len() > 0).all()
+    webp = frame[frame.codec == "webp"]
+    assert (webp["status"] == "skipped").all()
+    assert webp["reason"].str.contains("no webp images").all()
+    assert frame["git_commit"].notna().all() or frame["git_commit"].isna().all()
+
+
+def test_k_selection_and_pytest_benchmark_outputs(bench_run: dict) -> None:
+    frame = pd.read_parquet(bench_run["parquet"])
+    assert not set(frame["codec"]) & {"bmp", "tiff"}  # -k deselected them
+    saved = list((bench_run["dir"] / "storage").rglob("0001_ci.json"))
+    assert len(saved) == 1
+    doc = json.loads((bench_run["dir"] / "run.json").read_text())
+    names = {b["extra_info"]["imgbench_library"] for b in doc["benchmarks"]}
+    assert {"pillow", "opencv"} <= names
+
+
+def test_import_real_pytest_benchmark_json(bench_run: dict, tmp_path: Path) -> None:
+    rows = rows_from_json(bench_run["dir"] / "run.json")
+    write_rows(rows, tmp_path / "imported.parquet")
+    imported = load_results(tmp_path).frame.set_index("case_id")
+    original = pd.read_parquet(bench_run["parquet"])
+    original = original[original.status == "ok"].set_index("case_id")
+    assert set(imported.index) == set(original.index)
+    for case_id, row in original.iterrows():
+        assert imported.loc[case_id, "stage"] == "read"
+        assert imported.loc[case_id, "images_per_round"] == row["images_per_round"]
+        assert list(imported.loc[case_id, "samples_s"]) == pytest.approx(list(row["samples_s"]))
+        assert imported.loc[case_id, "images_per_s_median"] == pytest.approx(
+            row["images_per_s_median"]
+        )
+
+
+def test_import_foreign_benchmark_json(tmp_path: Path) -> None:
+    (tmp_path / "test_plain.py").write_text(
+        "def test_sum(benchmark):\n    benchmark(sum, range(1000))\n"
+    )
+    proc = run_pytest(["test_plain.py", "--benchmark-json=plain.json"], cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout
+    (row,) = rows_from_json(tmp_path / "plain.json")
+    assert row["stage"] == "pytest-benchmark"
+    assert row["images_per_round"] == 1 and row["images_per_s_median"] > 1000
+    assert row["samples_s"] == []  # saved without --benchmark-save-data
+
+
+def test_import_rejects_other_json(tmp_path: Path) -> None:
+    (tmp_path / "x.json").write_text('{"hello": 1}')
+    with pytest.raises(JSONImportError, match="not a pytest-benchmark JSON"):
+        rows_from_json(tmp_path / "x.json")
