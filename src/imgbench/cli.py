@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import importlib
 import os
 import subprocess
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
@@ -23,12 +24,34 @@ app = typer.Typer(
 results_app = typer.Typer(help="List, show and import results.", no_args_is_help=True)
 app.add_typer(results_app, name="results")
 
-try:  # the datasets sub-commands live with the datasets package
-    from imgbench.datasets.cli import dataset_app
+verify_app = typer.Typer(help="Check that every library does the same work.", no_args_is_help=True)
+app.add_typer(verify_app, name="verify")
 
-    app.add_typer(dataset_app, name="dataset")
-except ImportError:  # pragma: no cover - only while the datasets package is incomplete
-    pass
+
+def _attr(target: str) -> Any:
+    module_name, name = target.split(":")
+    return getattr(importlib.import_module(module_name), name)
+
+
+# Sub-commands live with their stage; a stage not built yet simply has no command.
+_SUBCOMMANDS: dict[str, tuple[typer.Typer, str]] = {
+    "dataset": (app, "imgbench.datasets.cli:dataset_app"),
+    "compare": (app, "imgbench.compare.cli:compare_command"),
+    "ci": (app, "imgbench.compare.cli:ci_command"),
+    "advise": (app, "imgbench.loaders.advise:advise_command"),
+    "readers": (verify_app, "imgbench.readers.verify:verify_command"),
+    "augment": (verify_app, "imgbench.augment.verify:verify_command"),
+    "formats": (verify_app, "imgbench.formats.verify:verify_command"),
+}
+for _name, (_parent, _target) in _SUBCOMMANDS.items():
+    try:
+        _obj = _attr(_target)
+    except (ImportError, AttributeError):
+        continue
+    if isinstance(_obj, typer.Typer):
+        _parent.add_typer(_obj, name=_name)
+    else:
+        _parent.command(_name)(_obj)
 
 console = Console()
 err = Console(stderr=True)
@@ -52,6 +75,9 @@ def run(
     name: Annotated[str | None, typer.Option(help="--benchmark-save NAME")] = None,
     results: Annotated[Path, typer.Option(help="folder for the parquet file")] = Path("results"),
     benches: Annotated[Path | None, typer.Option(help="folder of bench files")] = None,
+    env_name: Annotated[
+        str, typer.Option("--env", help="run in an isolated environment: pillow-simd, tensorflow")
+    ] = "main",
     pytest_args: Annotated[
         list[str] | None, typer.Argument(help="more pytest arguments, after --")
     ] = None,
@@ -68,11 +94,22 @@ def run(
             benches = benches_dir()
         except FileNotFoundError as exc:
             raise fail(str(exc)) from None
+    python = sys.executable
+    if env_name != "main":
+        try:
+            from imgbench.envs import EnvError, python_for
+        except ImportError:
+            raise fail("isolated environments are not built yet (issue: readers)") from None
+        try:
+            python = str(python_for(env_name))
+        except EnvError as exc:
+            raise fail(str(exc)) from None
     args = [
-        sys.executable,
+        python,
         "-m",
         "pytest",
         str(benches),
+        f"--imgbench-env={env_name}",
         f"--imgbench-profile={profile}",
         f"--imgbench-results={results}",
         f"--benchmark-save={name or profile}",
@@ -173,9 +210,34 @@ def results_import(
     raise typer.Exit(code)
 
 
-@app.command()
-def env() -> None:
+env_app = typer.Typer(
+    help="Libraries of the matrix, and the isolated environments (pillow-simd, tensorflow).",
+    invoke_without_command=True,
+)
+app.add_typer(env_app, name="env")
+
+
+@env_app.command("create")
+def env_create(
+    name: Annotated[str, typer.Argument(help="pillow-simd | tensorflow")],
+) -> None:
+    """Build an isolated venv under .venvs/NAME with imgbench and that library, verified."""
+    try:
+        from imgbench.envs import EnvError, create_env
+    except ImportError:
+        raise fail("isolated environments are not built yet (issue: readers)") from None
+    try:
+        path = create_env(name)
+    except EnvError as exc:
+        raise fail(str(exc)) from None
+    console.print(f"environment {name} ready: {path}", highlight=False)
+
+
+@env_app.callback()
+def env(ctx: typer.Context) -> None:
     """Each library of the matrix: its installed version, or why it is unavailable."""
+    if ctx.invoked_subcommand is not None:
+        return
     from imgbench.libraries import library_statuses
     from imgbench.machine import machine_info
 

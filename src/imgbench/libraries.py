@@ -1,4 +1,8 @@
-"""What `imgbench env` reports: each library of the matrix, installed or not, and why."""
+"""What `imgbench env` reports: each library of the matrix, installed or not, and why.
+
+Each stage's registry module lists its specs (objects with ``library``, ``dist`` and ``requires``)
+and may list ``UNAVAILABLE``: (library, reason) pairs for libraries that cannot run on this stack.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +10,14 @@ import importlib
 from dataclasses import dataclass
 
 from imgbench.machine import dist_version
+
+# stage -> "module:attribute" of its sequence of specs
+CATALOGS: dict[str, str] = {
+    "read": "imgbench.readers.registry:READERS",
+    "augment": "imgbench.augment.registry:LIBRARIES",
+    "format": "imgbench.formats.registry:FORMATS",
+    "loader": "imgbench.loaders.registry:LOADERS",
+}
 
 
 @dataclass(frozen=True)
@@ -18,54 +30,33 @@ class LibraryStatus:
     reason: str | None
 
 
-# Readers that older posts use and that cannot run on a current stack; listed so the gap is visible.
-UNAVAILABLE: tuple[LibraryStatus, ...] = (
-    LibraryStatus(
-        "read",
-        "scipy.misc.imread",
-        "scipy",
-        None,
-        False,
-        "removed in SciPy 1.2 (2019); its replacement is imageio, measured as `imageio`",
-    ),
-    LibraryStatus(
-        "read",
-        "mxnet mx.image.imdecode",
-        "mxnet",
-        None,
-        False,
-        "Apache MXNet is retired (moved to the Attic in 2023); no wheels for Python 3.11 + numpy 2",
-    ),
-)
-
-
 def _import_status(module: str) -> str | None:
     try:
         importlib.import_module(module)
     except Exception as exc:  # ImportError or a library broken at import time
-        return f"cannot import {module}: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}"
+        text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        return f"cannot import {module}: {text}"
     return None
 
 
 def library_statuses() -> list[LibraryStatus]:
-    from imgbench.readers.registry import READERS
-
-    seen: set[tuple[str, str]] = set()
     statuses: list[LibraryStatus] = []
-    for spec in READERS:
-        key = ("read", spec.library)
-        if key in seen:
-            continue
-        seen.add(key)
-        reason = next((r for m in spec.requires if (r := _import_status(m))), None)
-        statuses.append(
-            LibraryStatus(
-                "read",
-                spec.library,
-                spec.dist,
-                dist_version(spec.dist),
-                reason is None,
-                reason,
+    for stage, target in CATALOGS.items():
+        module_name, attr = target.split(":")
+        try:
+            module = importlib.import_module(module_name)
+        except ImportError:
+            continue  # the stage is not built yet
+        seen: set[str] = set()
+        for spec in getattr(module, attr, ()):
+            if spec.library in seen:
+                continue
+            seen.add(spec.library)
+            reason = next((r for m in spec.requires if (r := _import_status(m))), None)
+            version = dist_version(spec.dist) if spec.dist else None
+            statuses.append(
+                LibraryStatus(stage, spec.library, spec.dist, version, reason is None, reason)
             )
-        )
-    return statuses + list(UNAVAILABLE)
+        for library, reason in getattr(module, "UNAVAILABLE", ()):
+            statuses.append(LibraryStatus(stage, library, None, None, False, reason))
+    return statuses

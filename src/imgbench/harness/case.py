@@ -28,6 +28,9 @@ class Workload:
     cache_method: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
     close: Callable[[], None] | None = None
+    # True when ``fn`` runs a tool that times itself (e.g. tjbench) and returns seconds per item;
+    # those seconds, not the harness clock, become the samples.
+    self_timed: bool = False
 
     @property
     def images_per_round(self) -> int:

@@ -45,6 +45,7 @@ class SessionState:
     max_images: int
     run_id: str
     run_name: str | None
+    environment: str
     rows: list[dict[str, Any]] = field(default_factory=list)
     _context: CaseContext | None = None
     _dataset_error: str | None = None
@@ -100,6 +101,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=None,
         help="a folder of images, or a recipe name from datasets/ (default: the profile's)",
     )
+    group.addoption(
+        "--imgbench-env",
+        metavar="NAME",
+        default="main",
+        help="the isolated environment this session runs in (main, pillow-simd, tensorflow)",
+    )
     group.addoption("--imgbench-rounds", type=int, default=None, help="timed rounds per case")
     group.addoption("--imgbench-max-images", type=int, default=None, help="images per timed round")
 
@@ -128,6 +135,7 @@ def pytest_configure(config: pytest.Config) -> None:
         max_images=config.getoption("imgbench_max_images") or profile.max_images,
         run_id=run_id,
         run_name=save_name,
+        environment=config.getoption("imgbench_env"),
     )
 
 
@@ -140,8 +148,10 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
             f"{metafunc.definition.nodeid}: mark the module with pytest.mark.imgbench(stage=...)"
         )
     stage = marker.kwargs.get("stage") or marker.args[0]
-    profile = metafunc.config.stash[STATE_KEY].profile
-    cases = stage_cases(stage, profile)
+    state = metafunc.config.stash[STATE_KEY]
+    cases = stage_cases(stage, state.profile)
+    if state.environment != "main":  # an isolated environment runs only its own cases
+        cases = [c for c in cases if c.environment == state.environment]
     metafunc.parametrize("imgbench_case", cases, ids=[c.test_id for c in cases])
 
 
@@ -155,6 +165,11 @@ class Harness:
 
     def measure(self, case: Case) -> Measurement:
         self._item.stash[CASE_KEY] = case
+        if case.environment != self._state.environment:
+            pytest.skip(
+                f"runs in the {case.environment} environment: `imgbench env create "
+                f"{case.environment}`, then `imgbench run --env {case.environment}`"
+            )
         reason = case.unmet_requirement()
         if reason:
             pytest.skip(reason)
@@ -273,7 +288,7 @@ def build_row(
             threads_blas=measurement.threads.threads_blas,
             thread_env=measurement.threads.thread_env,
             allocator_env=measurement.threads.allocator_env,
-            extra_json=json.dumps(measurement.extra, default=str) if measurement.extra else None,
+            extra_json=json.dumps({"timer": measurement.timer, **measurement.extra}, default=str),
         )
     return row
 

@@ -10,6 +10,9 @@ from imgbench.profiles import Profile
 
 STAGES: dict[str, str] = {
     "read": "imgbench.readers.cases:reader_cases",
+    "augment": "imgbench.augment.cases:augment_cases",
+    "format": "imgbench.formats.cases:format_cases",
+    "loader": "imgbench.loaders.cases:loader_cases",
 }
 
 

@@ -35,3 +35,16 @@ def build_reader(spec: ReaderSpec) -> object:
 
     module_name, class_name = spec.adapter.split(":")
     return getattr(importlib.import_module(module_name), class_name)()
+
+
+# Readers that posts use but that cannot run on a current stack: listed by `imgbench env`.
+UNAVAILABLE: tuple[tuple[str, str], ...] = (
+    (
+        "scipy.misc.imread",
+        "removed in SciPy 1.2 (2019); its replacement is imageio, measured as `imageio`",
+    ),
+    (
+        "mxnet mx.image.imdecode",
+        "Apache MXNet is retired (moved to the Attic in 2023); no wheels for Python 3.11 + numpy 2",
+    ),
+)

@@ -1,0 +1,106 @@
+"""Page-cache control for cold reads: evict files, then prove it by asking the kernel.
+
+Eviction uses ``posix_fadvise(POSIX_FADV_DONTNEED)`` after an ``fsync`` (dirty pages cannot be
+dropped). It is checked with ``mincore(2)`` on a read-only mapping of each file: the fraction of
+the file's pages still resident. On tmpfs, or where the kernel keeps the pages anyway, the check
+fails and callers must report that a cold figure is impossible instead of printing one.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import mmap
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+_libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+_libc.mmap.restype = ctypes.c_void_p
+_libc.mmap.argtypes = [
+    ctypes.c_void_p,
+    ctypes.c_size_t,
+    ctypes.c_int,
+    ctypes.c_int,
+    ctypes.c_int,
+    ctypes.c_long,
+]
+_libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+_libc.mincore.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.POINTER(ctypes.c_ubyte)]
+_PAGE = mmap.PAGESIZE
+_MAP_FAILED = ctypes.c_void_p(-1).value
+
+# A cold round is accepted when at most this fraction of the bytes stayed resident.
+MAX_RESIDENT_AFTER_EVICT = 0.02
+
+
+def resident_pages(path: Path) -> tuple[int, int]:
+    """(resident pages, total pages) of one file, from mincore."""
+    size = path.stat().st_size
+    if size == 0:
+        return 0, 0
+    pages = (size + _PAGE - 1) // _PAGE
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        addr = _libc.mmap(None, size, mmap.PROT_READ, mmap.MAP_SHARED, fd, 0)
+        if addr in (None, _MAP_FAILED):
+            raise OSError(ctypes.get_errno(), f"mmap failed for {path}")
+        try:
+            vec = (ctypes.c_ubyte * pages)()
+            if _libc.mincore(addr, size, vec) != 0:
+                raise OSError(ctypes.get_errno(), f"mincore failed for {path}")
+            return sum(b & 1 for b in vec), pages
+        finally:
+            _libc.munmap(addr, size)
+    finally:
+        os.close(fd)
+
+
+def resident_fraction(paths: Iterable[Path]) -> float:
+    """Fraction of all pages of ``paths`` that are in the page cache."""
+    resident = total = 0
+    for path in paths:
+        r, t = resident_pages(Path(path))
+        resident += r
+        total += t
+    return resident / total if total else 0.0
+
+
+def evict(paths: Iterable[Path]) -> None:
+    """Ask the kernel to drop the cached pages of every file."""
+    for path in paths:
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        finally:
+            os.close(fd)
+
+
+@dataclass(frozen=True)
+class EvictionCheck:
+    ok: bool
+    resident_after: float  # fraction of pages still cached after evicting
+    method: str  # what goes into the row's cache_method column
+
+
+def evict_and_check(paths: list[Path]) -> EvictionCheck:
+    """Evict, then measure residency; ``ok`` is False when the files stayed cached (e.g. tmpfs)."""
+    evict(paths)
+    after = resident_fraction(paths)
+    ok = after <= MAX_RESIDENT_AFTER_EVICT
+    method = (
+        f"posix_fadvise(DONTNEED) before every round; mincore residency after evict {after:.1%}"
+        if ok
+        else f"eviction failed: {after:.0%} of pages stayed resident (tmpfs or pinned pages)"
+    )
+    return EvictionCheck(ok=ok, resident_after=after, method=method)
+
+
+def warm(paths: Iterable[Path]) -> None:
+    """Read every file once so the page cache holds it."""
+    for path in paths:
+        with Path(path).open("rb") as handle:
+            while handle.read(1 << 20):
+                pass
