@@ -138,16 +138,17 @@ def results_list(
     if summary.empty:
         console.print(f"no results in {results}; run `make bench` or `imgbench run`")
         return
-    table = Table("run_id", "created (UTC)", "host", "dataset", "ok", "skipped", "failed")
+    table = Table("created (UTC)", "host", "dataset", "ok", "skipped", "failed")
+    table.add_column("run_id", no_wrap=True)
     for row in summary.itertuples():
         table.add_row(
-            str(row.run_id),
             f"{row.created_utc:%Y-%m-%d %H:%M}",
             str(row.hostname),
             str(row.dataset_name),
             str(row.ok),
             str(row.skipped),
             str(row.failed),
+            str(row.run_id),
         )
     console.print(table)
 
@@ -286,4 +287,8 @@ def dashboard(
 
 
 def main() -> None:  # pragma: no cover
+    app()
+
+
+if __name__ == "__main__":  # pragma: no cover
     app()
