@@ -5,8 +5,9 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PROFILE ?= default
 NAME ?= $(PROFILE)
-# Debian packages: libturbojpeg0 (PyTurboJPEG, jpeg4py), libjpeg-turbo-progs (tjbench, the native ceiling)
-APT_PACKAGES ?= libturbojpeg0 libjpeg-turbo-progs
+# Debian packages: libturbojpeg0 (PyTurboJPEG, jpeg4py), libjpeg-turbo-progs (tjbench, the native
+# ceiling), chromium (the dashboard's real-browser test)
+APT_PACKAGES ?= libturbojpeg0 libjpeg-turbo-progs chromium
 EXTRAS ?= all
 STAMP := $(VENV)/.imgbench-installed
 

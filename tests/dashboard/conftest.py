@@ -1,0 +1,86 @@
+"""Results folders for the dashboard tests, and reading the data behind its charts."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pyarrow as pa
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from tests.dashboard.fixtures import (
+    standard_runs,
+    write_corrupt,
+    write_old_schema,
+    write_run,
+)
+
+APP = Path(__file__).resolve().parents[2] / "dashboard" / "app.py"
+PAGES = ["overview", "readers", "augment", "formats", "loaders", "compare", "explorer"]
+
+
+@pytest.fixture(scope="session")
+def standard_results(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A baseline run and a 15% slower candidate, every stage, same machine and data."""
+    folder = tmp_path_factory.mktemp("standard")
+    for spec in standard_runs():
+        write_run(folder, spec)
+    return folder
+
+
+@pytest.fixture(scope="session")
+def read_only_results(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """What exists today: only the read stage (and skipped/failed rows)."""
+    folder = tmp_path_factory.mktemp("read-only")
+    write_run(folder, standard_runs()[0], stages=("read", "outcome"))
+    return folder
+
+
+@pytest.fixture(scope="session")
+def damaged_results(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A good run, an older-schema run and a half-written file."""
+    folder = tmp_path_factory.mktemp("damaged")
+    base, cand = standard_runs()
+    write_run(folder, cand)
+    write_old_schema(folder, replace(base, run_id="20260101T000000Z-old-schema"))
+    write_corrupt(folder)
+    return folder
+
+
+@pytest.fixture
+def open_app(monkeypatch: pytest.MonkeyPatch) -> Callable[..., AppTest]:
+    """Run the app on a results folder (via $IMGBENCH_RESULTS), optionally on one page."""
+
+    def run(results: Path, page: str = "overview") -> AppTest:
+        monkeypatch.setenv("IMGBENCH_RESULTS", str(results))
+        at = AppTest.from_file(str(APP), default_timeout=120).run()
+        if page != "overview":
+            at.switch_page(f"views/{page}.py").run()
+        assert not at.exception, [e.value for e in at.exception]
+        return at
+
+    return run
+
+
+def chart_specs(at: AppTest) -> list[dict[str, Any]]:
+    return [json.loads(chart.proto.spec) for chart in at.get("vega_lite_chart")]
+
+
+def chart_data(at: AppTest, index: int, column: str) -> pd.DataFrame:
+    """The dataset of chart ``index`` that has ``column``, as Streamlit sent it to the browser."""
+    chart = at.get("vega_lite_chart")[index]
+    payloads = [d.data.data for d in chart.proto.datasets] or [chart.proto.data.data]
+    for payload in payloads:
+        frame = pa.ipc.open_stream(payload).read_pandas()
+        if column in frame.columns:
+            return frame
+    raise AssertionError(f"chart {index} has no dataset with column {column!r}")
+
+
+def texts(at: AppTest, kind: str) -> str:
+    return "\n".join(str(e.value) for e in getattr(at, kind))

@@ -1,0 +1,132 @@
+"""The dashboard in a real headless Chromium: every page renders its charts and no exception.
+
+Starts ``streamlit run dashboard/app.py -- --results DIR`` on 127.0.0.1 with a free port, drives
+Debian's Chromium (apt ``chromium``) through Playwright, and saves one screenshot per page under
+tests/.artifacts/dashboard/ (git-ignored) for a person to look at.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.dashboard.fixtures import standard_runs, write_run
+
+REPO = Path(__file__).resolve().parents[2]
+APP = REPO / "dashboard" / "app.py"
+CHROMIUM = Path("/usr/bin/chromium")
+ARTIFACTS = REPO / "tests" / ".artifacts" / "dashboard"
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+# url path -> charts the page must draw on the fixture results
+PAGES = {"": 2, "readers": 3, "augment": 2, "formats": 3, "loaders": 4, "compare": 1, "explorer": 0}
+
+pytestmark = pytest.mark.skipif(
+    not CHROMIUM.exists(), reason="needs Debian's Chromium: apt-get install -y chromium"
+)
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@contextlib.contextmanager
+def serve(results: Path) -> Iterator[str]:
+    """The dashboard as a user starts it; always terminated, even when the test fails."""
+    port = _free_port()
+    cmd = [
+        sys.executable,
+        "-m",
+        "streamlit",
+        "run",
+        str(APP),
+        "--server.address=127.0.0.1",
+        f"--server.port={port}",
+        "--server.headless=true",
+        "--browser.gatherUsageStats=false",
+        "--",
+        "--results",
+        str(results),
+    ]
+    log = results.parent / "streamlit.log"
+    with log.open("wb") as out:
+        proc = subprocess.Popen(cmd, cwd=REPO, stdout=out, stderr=subprocess.STDOUT)
+    try:
+        url = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as answer:
+                    if answer.read() == b"ok":
+                        break
+            except OSError:
+                pass
+            if proc.poll() is not None or time.monotonic() > deadline:
+                pytest.fail(f"streamlit did not start: {log.read_text(errors='replace')[-2000:]}")
+            time.sleep(0.2)
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=10)
+
+
+def test_every_page_renders_in_chromium(tmp_path: Path) -> None:
+    from playwright.sync_api import sync_playwright
+
+    results = tmp_path / "results"
+    results.mkdir()
+    for spec in standard_runs():
+        write_run(results, spec)
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    with serve(results) as url, sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            for path, charts in PAGES.items():
+                page.set_viewport_size({"width": 1400, "height": 1000})
+                page.goto(f"{url}/{path}", wait_until="domcontentloaded")
+                page.wait_for_selector("h1", timeout=30_000)
+                if charts:
+                    page.wait_for_function(
+                        "n => document.querySelectorAll("
+                        '\'[data-testid="stVegaLiteChart"] canvas, '
+                        '[data-testid="stVegaLiteChart"] svg.marks\').length >= n',
+                        arg=charts,
+                        timeout=30_000,
+                    )
+                else:
+                    page.wait_for_selector("[data-testid='stDataFrame']", timeout=30_000)
+                page.wait_for_timeout(500)  # let the last chart finish drawing
+                height = page.evaluate(
+                    "document.querySelector('[data-testid=\"stMain\"]').scrollHeight"
+                )  # the app scrolls inside stMain, so a full-page shot needs a tall viewport
+                page.set_viewport_size({"width": 1400, "height": max(1000, int(height))})
+                name = path or "overview"
+                page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)
+                assert page.locator("[data-testid='stException']").count() == 0, name
+                drawn = page.locator("[data-testid='stVegaLiteChart']").count()
+                assert drawn >= charts, f"{name}: {drawn} charts, expected {charts}"
+        finally:
+            browser.close()

@@ -1,0 +1,225 @@
+"""Every page through Streamlit's AppTest on fixture results, checking the data behind the charts."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from imgbench.results.store import load_results
+from tests.dashboard.conftest import PAGES, chart_data, chart_specs, texts
+from tests.dashboard.fixtures import standard_runs
+
+NEWEST_RUN = standard_runs()[1].run_id
+
+
+def newest_rows(folder: Path) -> pd.DataFrame:
+    frame = load_results(folder).frame
+    return frame[(frame["run_id"] == NEWEST_RUN) & (frame["status"] == "ok")]
+
+
+def test_overview_best_per_stage_and_bottleneck(open_app, standard_results: Path) -> None:
+    at = open_app(standard_results)
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["Runs"] == "1"  # the newest run is preselected
+    assert metrics["Skipped"] == "1" and metrics["Failed"] == "1"
+    best = chart_data(at, 0, "images_per_s")
+    rows = newest_rows(standard_results)
+    reads = rows[rows["stage"] == "read"]
+    assert set(best["stage"]) == {"read", "augment", "format", "loader", "native"}
+    top_read = best.loc[best["stage"] == "read", "images_per_s"].item()
+    assert top_read == pytest.approx(reads["images_per_s_median"].max())
+    assert "Bottleneck" in texts(at, "markdown")
+    runs = at.dataframe[-2].value  # the runs table lists every run whatever the Run filter
+    assert set(runs["run_id"]) == {spec.run_id for spec in standard_runs()}
+
+
+def test_readers_throughput_interval_and_native(open_app, standard_results: Path) -> None:
+    at = open_app(standard_results, "readers")
+    bars = chart_data(at, 0, "ci_low")
+    rows = newest_rows(standard_results)
+    one = rows[
+        (rows["stage"] == "read")
+        & (rows["library"] == "pillow")
+        & (rows["variant"] == "open-convert")
+        & (rows["codec"] == "png")
+        & (rows["threads"] == 1)
+    ].iloc[0]
+    rounds = one["images_per_round"] / np.asarray(one["samples_s"])
+    shown = bars[
+        (bars["reader"] == "pillow · open-convert")
+        & (bars["codec"] == "png")
+        & (bars["threads_label"] == "1")
+    ].iloc[0]
+    assert shown["images_per_s"] == pytest.approx(np.median(rounds))
+    assert shown["ci_low"] <= shown["images_per_s"] <= shown["ci_high"]
+    assert rounds.min() <= shown["ci_low"] and shown["ci_high"] <= rounds.max()
+
+    percent = chart_data(at, 1, "percent_of_native")
+    native = rows[rows["stage"] == "native"]["images_per_s_median"].item()
+    simple = rows[(rows["library"] == "simplejpeg") & (rows["threads"] == 1)]
+    expected = 100 * simple["images_per_s_median"].item() / native
+    got = percent[(percent["reader"] == "simplejpeg · decode") & (percent["threads_label"] == "1")]
+    assert got["percent_of_native"].item() == pytest.approx(expected)
+
+    reduced = chart_data(at, 2, "speedup")
+    assert set(reduced["decode"]) == {"full", "reduced"}
+    assert (reduced["speedup"] > 2).all()  # the fixture's reduced decode is ~3x
+
+
+def test_augment_heatmap_flags_disagreement(open_app, standard_results: Path) -> None:
+    at = open_app(standard_results, "augment")
+    heat = chart_data(at, 0, "flag")
+    flagged = heat[heat["flag"] == "≠"]
+    assert list(zip(flagged["runner"], flagged["name"], strict=True)) == [
+        ("kornia", "color_jitter")
+    ]
+    assert "kornia color_jitter" in texts(at, "warning")
+    assert {"albumentations", "torchvision", "kornia"} <= set(heat["runner"])
+    assert heat.loc[heat["runner"] == "torchvision", "agrees"].astype(bool).all()  # "pass" flag
+    pipelines = chart_data(at, 1, "ci_low")
+    assert "kornia · batch 32" in set(pipelines["runner"])
+    assert set(pipelines["name"]) == {"train-classification", "light"}
+
+
+def test_formats_warm_cold_order_and_size(open_app, standard_results: Path) -> None:
+    at = open_app(standard_results, "formats")
+    reads = chart_data(at, 0, "cache_state")
+    assert set(reads["cache_state"]) == {"warm", "cold"}
+    assert set(reads["order"]) == {"sequential", "shuffled"}
+    lmdb = reads[(reads["library"] == "lmdb") & (reads["order"] == "sequential")]
+    warm = lmdb.loc[lmdb["cache_state"] == "warm", "images_per_s"].item()
+    cold = lmdb.loc[lmdb["cache_state"] == "cold", "images_per_s"].item()
+    assert cold < warm
+    sizes = chart_data(at, 2, "size_ratio")
+    assert sizes.set_index("library")["size_ratio"]["tar"] == pytest.approx(1.9)
+    specs = chart_specs(at)
+    assert "log scale" in str(specs[0])  # raw ceiling vs cold folder spans orders of magnitude
+
+
+def test_loaders_scaling_memory_breakdown_au(open_app, standard_results: Path) -> None:
+    at = open_app(standard_results, "loaders")
+    curve = chart_data(at, 0, "workers_n")
+    for _, group in curve.groupby("pipeline"):
+        assert sorted(group["workers_n"]) == [0, 1, 2, 4]
+    memory = chart_data(at, 1, "process")
+    assert set(memory["process"]) == {"main", "worker-0", "worker-1", "worker-2", "worker-3"}
+    assert (memory["mb"] > 0).all()
+    at.radio(key="loaders_memory_kind").set_value("USS").run()
+    uss = chart_data(at, 1, "process")
+    assert uss["mb"].sum() < memory["mb"].sum()  # USS excludes shared pages
+    parts = chart_data(at, 2, "part")
+    assert set(parts["part"]) == {"read", "decode", "augment", "collate"}
+    au = chart_data(at, 3, "au_percent")
+    assert au["au_percent"].between(0, 100).all()
+
+
+def test_compare_flags_the_slower_candidate(open_app, standard_results: Path) -> None:
+    at = open_app(standard_results, "compare")
+    metrics = {m.label: m.value for m in at.metric}
+    ratios = chart_data(at, 0, "ratio")
+    assert ratios["ratio"].median() == pytest.approx(0.85, rel=0.05)
+    assert int(metrics["Regressed"]) >= 0.9 * int(metrics["Common cases"])
+    assert metrics["Improved"] == "0"
+    assert not at.warning  # same machine and dataset
+    # swapping the runs turns the regressions into improvements
+    at.selectbox(key="compare_baseline").set_value(at.selectbox(key="compare_candidate").value)
+    at.selectbox(key="compare_candidate").set_value(at.selectbox(key="compare_baseline").options[1])
+    at.run()
+    assert int({m.label: m.value for m in at.metric}["Improved"]) > 0
+
+
+def test_compare_warns_on_machine_and_dataset_mismatch(open_app, tmp_path: Path) -> None:
+    from dataclasses import replace
+
+    from tests.dashboard.fixtures import write_run
+
+    base, cand = standard_runs()
+    write_run(tmp_path, base)
+    write_run(tmp_path, replace(cand, machine_id="m-other", dataset_fingerprint="fp-other"))
+    at = open_app(tmp_path, "compare")
+    warned = texts(at, "warning")
+    assert "different machines" in warned and "different datasets" in warned
+
+
+def test_explorer_search_and_columns(open_app, standard_results: Path) -> None:
+    at = open_app(standard_results, "explorer")
+    table = at.dataframe[0].value
+    assert len(table) == len(load_results(standard_results).frame.query("run_id == @NEWEST_RUN"))
+    at.text_input(key="explorer_search").set_value("cannot import").run()
+    table = at.dataframe[0].value
+    assert list(table["status"]) == ["skipped"]
+
+
+def test_sidebar_filters_narrow_every_page(open_app, standard_results: Path) -> None:
+    at = open_app(standard_results, "readers")
+    at.multiselect(key="filter_library").set_value(["pillow"]).run()
+    assert set(chart_data(at, 0, "ci_low")["library"]) == {"pillow"}
+    at.multiselect(key="filter_run").set_value([]).run()  # clear: pool every run
+    pooled = chart_data(at, 0, "ci_low")
+    assert (pooled["rows"] == 2).all()  # one row per run pooled per configuration
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_empty_folder_says_what_to_run(open_app, tmp_path: Path, page: str) -> None:
+    at = open_app(tmp_path, page)
+    assert "make bench" in texts(at, "info") + texts(at, "markdown")
+    assert not at.get("vega_lite_chart")
+
+
+def test_missing_folder_says_what_to_run(open_app, tmp_path: Path) -> None:
+    at = open_app(tmp_path / "nope")
+    assert "does not exist" in texts(at, "info")
+
+
+@pytest.mark.parametrize("page", ["augment", "formats", "loaders"])
+def test_stage_without_rows_names_its_command(open_app, read_only_results: Path, page) -> None:
+    at = open_app(read_only_results, page)
+    info = texts(at, "info")
+    assert "results yet" in info and f"imgbench run -k {page.rstrip('s')}" in info
+
+
+def test_corrupt_file_is_named_and_mixed_schemas_load(open_app, damaged_results: Path) -> None:
+    at = open_app(damaged_results)
+    assert "half-written.parquet" in texts(at, "warning")
+    at.multiselect(key="filter_run").set_value([]).run()
+    assert {m.label: m.value for m in at.metric}["Runs"] == "2"
+    for page in PAGES[1:]:
+        at.switch_page(f"views/{page}.py").run()
+        assert not at.exception, (page, [e.value for e in at.exception])
+    at.switch_page("views/readers.py").run()
+    at.multiselect(key="filter_run").set_value(
+        [o for o in at.multiselect(key="filter_run").options if "old-schema" in o]
+    ).run()
+    assert len(chart_data(at, 0, "ci_low")) > 0  # the schema-0 run still draws
+
+
+def test_log_scale_bars_have_a_start(open_app, standard_results: Path) -> None:
+    """Vega-Lite draws nothing for a bar on a log axis without x2: every such bar must have one."""
+
+    def bars(node: object) -> list[dict]:
+        found = []
+        if isinstance(node, dict):
+            mark = node.get("mark")
+            kind = mark.get("type") if isinstance(mark, dict) else mark
+            if kind == "bar":
+                found.append(node)
+            for value in node.values():
+                found.extend(bars(value))
+        elif isinstance(node, list):
+            for value in node:
+                found.extend(bars(value))
+        return found
+
+    checked = 0
+    for page in PAGES:
+        at = open_app(standard_results, page)
+        for spec in chart_specs(at):
+            for bar in bars(spec):
+                x = bar.get("encoding", {}).get("x", {})
+                if x.get("scale", {}).get("type") == "log":
+                    assert "x2" in bar["encoding"], (page, x)
+                    checked += 1
+    assert checked  # the fixture has log-scale bars (formats, augment pipelines)
