@@ -1,0 +1,133 @@
+"""``imgbench ci``: measure the base and the head commit in the same job, interleaved, then compare.
+
+Each commit is checked out with ``git worktree`` into a temporary folder and run with the current
+interpreter and ``PYTHONPATH`` pointed at that worktree's ``src``, so the code under test is the
+commit's while the installed libraries are the job's. The profile's rounds are split over
+``repeats`` alternating runs (base, head, head, base, ...): a slow spell of a shared runner then
+lands on both sides instead of on one, which separate runs cannot give.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import subprocess
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from imgbench.profiles import get_profile
+
+PYTEST_OK = (0, 1)  # 1: some cases failed; they are rows with status=failed, still results
+
+
+class CIError(RuntimeError):
+    """The base or head cannot be checked out or run (exit code 2)."""
+
+
+@dataclass
+class CIPlan:
+    repo: Path
+    base: str
+    head: str
+    profile: str = "quick"
+    repeats: int = 3
+    rounds: int | None = None  # total timed rounds per case and side; default: the profile's
+    dataset: str | None = None
+    keyword: str | None = None
+    pytest_args: list[str] = field(default_factory=list)
+
+    def rounds_per_repeat(self) -> int:
+        total = self.rounds or get_profile(self.profile).rounds
+        return max(1, math.ceil(total / self.repeats))
+
+
+@dataclass
+class CIRun:
+    base_sha: str
+    head_sha: str
+    base_results: Path
+    head_results: Path
+    log: list[str]
+
+
+def _git(repo: Path, *args: str) -> str:
+    proc = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise CIError(f"git {' '.join(args)}: {(proc.stderr or proc.stdout).strip()}")
+    return proc.stdout.strip()
+
+
+def resolve(repo: Path, rev: str) -> str:
+    try:
+        return _git(repo, "rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}")
+    except CIError:
+        raise CIError(f"unknown revision {rev!r} in {repo}") from None
+
+
+def _bench_command(plan: CIPlan, tree: Path, results: Path, storage: Path) -> list[str]:
+    cmd = [
+        sys.executable,
+        "-m",
+        "pytest",
+        str(tree / "benches"),
+        f"--imgbench-profile={plan.profile}",
+        f"--imgbench-results={results}",
+        f"--imgbench-rounds={plan.rounds_per_repeat()}",
+        f"--benchmark-storage={storage}",
+        "-p",
+        "no:cacheprovider",
+        "-q",
+    ]
+    if plan.dataset:
+        cmd.append(f"--dataset={plan.dataset}")
+    if plan.keyword:
+        cmd += ["-k", plan.keyword]
+    return cmd + plan.pytest_args
+
+
+def _run_side(plan: CIPlan, name: str, tree: Path, results: Path, workdir: Path) -> str:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(
+        [str(tree / "src"), *filter(None, [os.environ.get("PYTHONPATH")])]
+    )
+    env.setdefault("NO_ALBUMENTATIONS_UPDATE", "1")
+    cmd = _bench_command(plan, tree, results, workdir / "benchmarks")
+    proc = subprocess.run(cmd, cwd=tree, env=env, capture_output=True, text=True)
+    if proc.returncode not in PYTEST_OK:
+        tail = (proc.stdout + proc.stderr).strip().splitlines()[-15:]
+        raise CIError(
+            f"{name}: pytest exited {proc.returncode}: {' '.join(cmd)}\n" + "\n".join(tail)
+        )
+    return f"{name}: {' '.join(cmd)} -> exit {proc.returncode}"
+
+
+def run_ci(plan: CIPlan, workdir: Path, echo: Callable[[str], None] = print) -> CIRun:
+    """Check out both commits, run them alternately ``plan.repeats`` times, return the folders."""
+    base_sha, head_sha = resolve(plan.repo, plan.base), resolve(plan.repo, plan.head)
+    trees = {"base": workdir / "base", "head": workdir / "head"}
+    results = {"base": workdir / "results-base", "head": workdir / "results-head"}
+    shas = {"base": base_sha, "head": head_sha}
+    log: list[str] = []
+    added: list[Path] = []
+    try:
+        for name, tree in trees.items():
+            _git(plan.repo, "worktree", "add", "--detach", "--force", str(tree), shas[name])
+            added.append(tree)
+            echo(
+                f"{name}: {plan.base if name == 'base' else plan.head} = {shas[name][:10]} in {tree}"
+            )
+        for i in range(plan.repeats):
+            order = ("base", "head") if i % 2 == 0 else ("head", "base")
+            for name in order:
+                echo(f"repeat {i + 1}/{plan.repeats}: {name} ({plan.rounds_per_repeat()} rounds)")
+                log.append(_run_side(plan, name, trees[name], results[name], workdir))
+    finally:
+        for tree in added:
+            subprocess.run(
+                ["git", "-C", str(plan.repo), "worktree", "remove", "--force", str(tree)],
+                capture_output=True,
+            )
+        subprocess.run(["git", "-C", str(plan.repo), "worktree", "prune"], capture_output=True)
+    return CIRun(base_sha, head_sha, results["base"], results["head"], log)

@@ -1,0 +1,174 @@
+"""``imgbench compare`` and ``imgbench ci`` (registered by imgbench.cli).
+
+Exit codes: 0 nothing regressed, 1 something regressed, 2 unusable input.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+from imgbench.compare.config import ConfigError, RegressionConfig, load_config
+from imgbench.compare.report import render_terminal, write_reports
+from imgbench.compare.sources import SourceError, load_side
+from imgbench.compare.stats import CompareInputError, ComparisonResult, compare_frames
+
+console = Console()
+err = Console(stderr=True)
+
+ThresholdOpt = Annotated[
+    float | None, typer.Option(help="default threshold, e.g. 0.1 = 10% (overrides pyproject)")
+]
+AlphaOpt = Annotated[float | None, typer.Option(help="significance level after correction")]
+CorrectionOpt = Annotated[str | None, typer.Option(help="holm | bh")]
+DecideOpt = Annotated[str | None, typer.Option(help="ci | median: what must pass the threshold")]
+ConfigOpt = Annotated[
+    Path | None, typer.Option(help="pyproject.toml with [tool.imgbench.regression]")
+]
+MarkdownOpt = Annotated[Path | None, typer.Option(help="write the Markdown report here")]
+JsonOpt = Annotated[Path | None, typer.Option("--json", help="write the JSON report here")]
+
+
+def _fail(message: str) -> typer.Exit:
+    err.print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
+    return typer.Exit(2)
+
+
+def _config(
+    path: Path | None,
+    threshold: float | None,
+    alpha: float | None,
+    correction: str | None,
+    decide_on: str | None,
+) -> RegressionConfig:
+    if path is not None and not path.is_file():
+        raise ConfigError(f"{path}: no such file")
+    return load_config(path).with_overrides(
+        threshold=threshold,
+        alpha=alpha,
+        correction=correction.lower() if correction else None,
+        decide_on=decide_on.lower() if decide_on else None,
+    )
+
+
+def _finish(
+    result: ComparisonResult,
+    labels: tuple[str, str],
+    markdown: Path | None,
+    json_path: Path | None,
+    everything: bool,
+) -> None:
+    render_terminal(result, console, labels, everything=everything)
+    write_reports(result, markdown, json_path, labels)
+    raise typer.Exit(result.exit_code)
+
+
+def compare_command(
+    baseline: Annotated[
+        str,
+        typer.Argument(
+            help="run id (or unique prefix), parquet file or folder, or pytest-benchmark JSON"
+        ),
+    ],
+    candidate: Annotated[str, typer.Argument(help="the same kinds as BASELINE")],
+    results: Annotated[Path, typer.Option(help="results folder for run ids")] = Path("results"),
+    markdown: MarkdownOpt = None,
+    json_path: JsonOpt = None,
+    allow_cross_machine: Annotated[
+        bool, typer.Option(help="compare runs from different machines (warned in the report)")
+    ] = False,
+    threshold: ThresholdOpt = None,
+    alpha: AlphaOpt = None,
+    correction: CorrectionOpt = None,
+    decide_on: DecideOpt = None,
+    config: ConfigOpt = None,
+    show_all: Annotated[
+        bool, typer.Option("--all", help="show every metric of every case")
+    ] = False,
+) -> None:
+    """Compare two runs: exit 0 if nothing regressed, 1 if something did, 2 on unusable input."""
+    try:
+        cfg = _config(config, threshold, alpha, correction, decide_on)
+        base, cand = load_side(baseline, results), load_side(candidate, results)
+        result = compare_frames(
+            base.frame, cand.frame, cfg, allow_cross_machine=allow_cross_machine
+        )
+    except (ConfigError, SourceError, CompareInputError) as exc:
+        raise _fail(str(exc)) from None
+    _finish(result, (base.label, cand.label), markdown, json_path, show_all)
+
+
+def ci_command(
+    base: Annotated[str, typer.Option(help="base revision, e.g. origin/main or a commit")],
+    head: Annotated[str, typer.Option(help="head revision")] = "HEAD",
+    profile: Annotated[str, typer.Option(help="quick | default | full")] = "quick",
+    repeats: Annotated[
+        int, typer.Option(min=1, help="alternating runs per side; the rounds are split over them")
+    ] = 3,
+    rounds: Annotated[
+        int | None, typer.Option(min=1, help="timed rounds per case and side (default: profile's)")
+    ] = None,
+    dataset: Annotated[str | None, typer.Option(help="folder of images or recipe name")] = None,
+    keyword: Annotated[str | None, typer.Option("-k", help="pytest -k expression")] = None,
+    repo: Annotated[Path | None, typer.Option(help="git checkout (default: this one)")] = None,
+    workdir: Annotated[
+        Path | None, typer.Option(help="keep worktrees' results here (default: a temp folder)")
+    ] = None,
+    markdown: MarkdownOpt = None,
+    json_path: JsonOpt = None,
+    threshold: ThresholdOpt = None,
+    alpha: AlphaOpt = None,
+    correction: CorrectionOpt = None,
+    decide_on: DecideOpt = None,
+    config: ConfigOpt = None,
+    pytest_args: Annotated[
+        list[str] | None, typer.Argument(help="more pytest arguments, after --")
+    ] = None,
+) -> None:
+    """Run the profile for BASE and HEAD in this job, interleaved, then compare them."""
+    from imgbench.compare.ci import CIError, CIPlan, run_ci
+    from imgbench.paths import looks_like_path, repo_root
+    from imgbench.profiles import PROFILES
+
+    if profile not in PROFILES:
+        raise _fail(f"unknown profile {profile!r}; choose one of {', '.join(PROFILES)}")
+    root = repo or repo_root()
+    if root is None or not (root / ".git").exists():
+        raise _fail("not in a git checkout of the project; pass --repo")
+    if dataset and looks_like_path(dataset):
+        if not Path(dataset).exists():
+            raise _fail(f"dataset path does not exist: {dataset}")
+        dataset = str(Path(dataset).resolve())
+    try:
+        cfg = _config(config or root / "pyproject.toml", threshold, alpha, correction, decide_on)
+    except ConfigError as exc:
+        raise _fail(str(exc)) from None
+    plan = CIPlan(
+        repo=root.resolve(),
+        base=base,
+        head=head,
+        profile=profile,
+        repeats=repeats,
+        rounds=rounds,
+        dataset=dataset,
+        keyword=keyword,
+        pytest_args=list(pytest_args or []),
+    )
+    with tempfile.TemporaryDirectory(prefix="imgbench-ci-") as tmp:
+        work = (workdir or Path(tmp)).resolve()
+        work.mkdir(parents=True, exist_ok=True)
+        try:
+            run = run_ci(
+                plan, work, echo=lambda line: console.print(f"[dim]{line}[/]", highlight=False)
+            )
+            base_side = load_side(run.base_results)
+            head_side = load_side(run.head_results)
+            result = compare_frames(base_side.frame, head_side.frame, cfg)
+        except (CIError, SourceError, CompareInputError) as exc:
+            raise _fail(str(exc)) from None
+        labels = (f"{base} ({run.base_sha[:10]})", f"{head} ({run.head_sha[:10]})")
+        _finish(result, labels, markdown, json_path, everything=False)

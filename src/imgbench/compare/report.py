@@ -1,0 +1,310 @@
+"""The comparison as a terminal table, Markdown (PR comment, job summary) and JSON.
+
+Every report says which metrics were tested on raw samples and which were judged by the
+threshold alone, names the regressed cases first, and ends with the geometric mean of ratios.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from imgbench.compare.stats import (
+    IMPROVED,
+    METHOD_THRESHOLD,
+    REGRESSED,
+    UNCHANGED,
+    ComparisonResult,
+)
+
+PRIMARY_METRIC = "images_per_s_median"
+# the same round times as images/s, scaled: shown only with --all / in the details
+TWINS = ("mb_per_s_median", "megapixels_per_s_median")
+# metric -> (short label with unit, scale of the shown value)
+_UNITS = {
+    "images_per_s_median": ("images/s", 1.0),
+    "mb_per_s_median": ("MB/s", 1.0),
+    "megapixels_per_s_median": ("MP/s", 1.0),
+    "latency_ms_median": ("latency p50 ms", 1.0),
+    "latency_ms_p90": ("latency p90 ms", 1.0),
+    "latency_ms_p99": ("latency p99 ms", 1.0),
+    "peak_rss_bytes": ("peak RSS MB", 1e-6),
+}
+
+
+def case_verdicts(result: ComparisonResult) -> pd.Series:
+    """One verdict per case: regressed if any gating metric regressed, else improved if any did."""
+    rows = result.rows[result.rows["gating"].astype(bool)]
+    verdicts: dict[str, str] = {}
+    for case_id, group in rows.groupby("case_id", sort=True):
+        found = set(group["verdict"])
+        verdicts[str(case_id)] = (
+            REGRESSED if REGRESSED in found else IMPROVED if IMPROVED in found else UNCHANGED
+        )
+    return pd.Series(verdicts, dtype=object)
+
+
+def counts(result: ComparisonResult) -> dict[str, int]:
+    verdicts = case_verdicts(result)
+    return {v: int((verdicts == v).sum()) for v in (REGRESSED, IMPROVED, UNCHANGED)}
+
+
+def _label(metric: str) -> str:
+    return _UNITS.get(metric, (metric, 1.0))[0]
+
+
+def _value(metric: str, value: float) -> str:
+    v = value * _UNITS.get(metric, ("", 1.0))[1]
+    return f"{v:,.0f}" if abs(v) >= 100 else f"{v:,.3g}"
+
+
+def _ratio(row: Any) -> str:
+    text = f"{row.ratio:.3f}"
+    if not math.isnan(row.ci_low):
+        text += f" [{row.ci_low:.3f}, {row.ci_high:.3f}]"
+    return text
+
+
+def _change(row: Any) -> str:
+    """Signed change of the metric, e.g. '-9.1% images/s'."""
+    return f"{(row.ratio - 1) * 100:+.1f}%"
+
+
+def _p(row: Any) -> str:
+    if row.method == METHOD_THRESHOLD:
+        return "threshold only"
+    worse = row.p_worse_adjusted
+    better = row.p_better_adjusted
+    p = worse if row.verdict != IMPROVED and worse <= better else better
+    return f"{p:.2g}"
+
+
+def _shown_rows(result: ComparisonResult, everything: bool) -> pd.DataFrame:
+    """Everything, or: the primary metric of every case and the other gating metrics that moved."""
+    rows = result.rows
+    if not everything:
+        moved = (
+            (rows["verdict"] != UNCHANGED)
+            & rows["gating"].astype(bool)
+            & ~rows["metric"].isin(TWINS)
+        )
+        rows = rows[(rows["metric"] == PRIMARY_METRIC) | moved]
+    order = {REGRESSED: 0, IMPROVED: 1, UNCHANGED: 2}
+    rows = rows.assign(
+        _order=rows["verdict"].map(order) + (~rows["gating"].astype(bool)) * 0.5,
+    )
+    return rows.sort_values(["_order", "case_id", "metric"]).drop(columns="_order")
+
+
+def _side_line(name: str, side: dict[str, Any], label: str) -> str:
+    commit = ", ".join(c[:10] for c in side["git_commit"]) or "unknown commit"
+    if side["git_dirty"]:
+        commit += " (dirty)"
+    runs = len(side["runs"])
+    host = ", ".join(side["hostname"]) or "unknown host"
+    dataset = ", ".join(side["dataset_name"]) or "unknown dataset"
+    return f"{name}: {label} — {runs} run(s), commit {commit}, {host}, dataset {dataset}"
+
+
+def _settings(result: ComparisonResult) -> str:
+    cfg = result.config
+    rule = "worse end of the CI" if cfg.decide_on == "ci" else "ratio of medians"
+    return (
+        f"regressed = one-sided Mann-Whitney U significant at alpha {cfg.alpha} after "
+        f"{'Holm' if cfg.correction == 'holm' else 'Benjamini-Hochberg'} correction across "
+        f"{result.rows['case_id'].nunique()} cases, and the {rule} worse than the threshold "
+        f"(default {cfg.threshold:.0%}; {int(cfg.confidence * 100)}% bootstrap CI). Config: "
+        f"{cfg.source}"
+    )
+
+
+def _notes(result: ComparisonResult) -> list[str]:
+    notes = list(result.warnings)
+    advisory = sorted(set(result.config.advisory) & set(result.rows["metric"]))
+    if advisory:
+        moved = len(result.advisory_regressions)
+        notes.append(
+            f"advisory (reported, never fail the check): {', '.join(advisory)}; "
+            f"{moved} over the threshold (see all rows)"
+        )
+    if result.ignored:
+        notes += [f"ignored {case}: {reason}" for case, reason in sorted(result.ignored.items())]
+    if result.only_in_baseline:
+        notes.append(f"{len(result.only_in_baseline)} case(s) only in the baseline (not compared)")
+    if result.only_in_candidate:
+        notes.append(
+            f"{len(result.only_in_candidate)} case(s) only in the candidate (not compared)"
+        )
+    return notes
+
+
+def headline(result: ComparisonResult) -> str:
+    c = counts(result)
+    status = "REGRESSION" if result.exit_code else "OK"
+    names = result.regressed_cases
+    line = (
+        f"{status}: {c[REGRESSED]} regressed, {c[IMPROVED]} improved, "
+        f"{c[UNCHANGED]} unchanged of {sum(c.values())} cases"
+    )
+    if names:
+        line += " — regressed: " + ", ".join(names)
+    return line
+
+
+def render_terminal(
+    result: ComparisonResult,
+    console: Console,
+    labels: tuple[str, str] = ("baseline", "candidate"),
+    everything: bool = False,
+) -> None:
+    console.print(escape(_side_line("baseline", result.baseline, labels[0])), highlight=False)
+    console.print(escape(_side_line("candidate", result.candidate, labels[1])), highlight=False)
+    console.print(f"[dim]{escape(_settings(result))}[/]", highlight=False)
+    table = Table(show_lines=False)
+    table.add_column("case", overflow="fold", ratio=3)
+    table.add_column("metric", overflow="fold", ratio=1)
+    for name in ("baseline", "candidate", "ratio [CI]", "p (adj)"):
+        table.add_column(name, justify="right", overflow="fold")
+    table.add_column("verdict", overflow="fold")
+    style = {REGRESSED: "bold red", IMPROVED: "green", UNCHANGED: "dim"}
+    for row in _shown_rows(result, everything).itertuples():
+        verdict = row.verdict if row.gating else f"{row.verdict} (advisory)"
+        table.add_row(
+            escape(row.case_id),
+            _label(row.metric),
+            _value(row.metric, row.baseline),
+            _value(row.metric, row.candidate),
+            escape(_ratio(row)),
+            _p(row).replace("threshold only", "threshold"),
+            f"[{style[row.verdict] if row.gating else 'yellow'}]{verdict}[/]",
+        )
+    console.print(table)
+    geo = result.geomean()
+    if not geo.empty:
+        parts = [f"{r.metric} {r.geomean_ratio:.3f}" for r in geo.itertuples()]
+        console.print("geometric mean of ratios (candidate/baseline): " + ", ".join(parts))
+    for note in _notes(result):
+        console.print(f"[yellow]note:[/] {escape(note)}", highlight=False)
+    colour = "red" if result.exit_code else "green"
+    console.print(f"[bold {colour}]{escape(headline(result))}[/]", highlight=False)
+
+
+def _md_table(rows: pd.DataFrame) -> list[str]:
+    lines = [
+        "| case | metric | baseline | candidate | ratio [95% CI] | change | p (adj) | verdict |",
+        "|---|---|---:|---:|---|---:|---:|---|",
+    ]
+    for row in rows.itertuples():
+        verdict = row.verdict if row.gating else f"{row.verdict} (advisory)"
+        icon = {REGRESSED: "🔴", IMPROVED: "🟢", UNCHANGED: "⚪"}[row.verdict]
+        lines.append(
+            f"| `{row.case_id}` | {_label(row.metric)} | {_value(row.metric, row.baseline)} | "
+            f"{_value(row.metric, row.candidate)} | {_ratio(row)} | {_change(row)} | {_p(row)} | "
+            f"{icon} {verdict} |"
+        )
+    return lines
+
+
+def to_markdown(
+    result: ComparisonResult, labels: tuple[str, str] = ("baseline", "candidate")
+) -> str:
+    status = "❌" if result.exit_code else "✅"
+    lines = [
+        f"## {status} imgbench regression check",
+        "",
+        f"**{headline(result)}**",
+        "",
+        f"- {_side_line('baseline', result.baseline, labels[0])}",
+        f"- {_side_line('candidate', result.candidate, labels[1])}",
+        f"- {_settings(result)}",
+    ]
+    lines += [f"- ⚠️ {note}" for note in _notes(result)]
+    shown = _shown_rows(result, everything=False)
+    changed = shown[shown["verdict"] != UNCHANGED]
+    if len(changed):
+        lines += ["", "### Changes", "", *_md_table(changed)]
+    geo = result.geomean()
+    if not geo.empty:
+        lines += ["", "### Geometric mean of ratios (candidate / baseline)", ""]
+        lines += ["| metric | cases | geometric mean |", "|---|---:|---:|"]
+        lines += [f"| {r.metric} | {r.cases} | {r.geomean_ratio:.3f} |" for r in geo.itertuples()]
+    everything = _shown_rows(result, everything=True)
+    lines += ["", "<details><summary>All cases and metrics</summary>", ""]
+    lines += _md_table(everything)
+    lines += ["", "</details>", ""]
+    return "\n".join(lines)
+
+
+def _clean(value: Any) -> Any:
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    if hasattr(value, "item"):
+        return _clean(value.item())
+    return value
+
+
+def to_json(result: ComparisonResult, labels: tuple[str, str] = ("baseline", "candidate")) -> dict:
+    cfg = result.config
+    return {
+        "status": "regressed" if result.exit_code else "ok",
+        "exit_code": result.exit_code,
+        "summary": counts(result),
+        "regressed_cases": result.regressed_cases,
+        "baseline": {"label": labels[0], **result.baseline},
+        "candidate": {"label": labels[1], **result.candidate},
+        "config": {
+            "threshold": cfg.threshold,
+            "alpha": cfg.alpha,
+            "correction": cfg.correction,
+            "decide_on": cfg.decide_on,
+            "confidence": cfg.confidence,
+            "advisory": list(cfg.advisory),
+            "source": cfg.source,
+        },
+        "warnings": result.warnings,
+        "ignored": result.ignored,
+        "only_in_baseline": result.only_in_baseline,
+        "only_in_candidate": result.only_in_candidate,
+        "geomean": [
+            {k: _clean(v) for k, v in r.items()} for r in result.geomean().to_dict("records")
+        ],
+        "rows": [{k: _clean(v) for k, v in r.items()} for r in result.rows.to_dict("records")],
+    }
+
+
+def write_text_atomic(path: Path, text: str) -> None:
+    """Temp file in the same folder, fsync, rename: a reader never sees half a report."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        Path(tmp).replace(path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            Path(tmp).unlink()
+        raise
+
+
+def write_reports(
+    result: ComparisonResult,
+    markdown: Path | None,
+    json_path: Path | None,
+    labels: tuple[str, str] = ("baseline", "candidate"),
+) -> None:
+    if markdown is not None:
+        write_text_atomic(markdown, to_markdown(result, labels))
+    if json_path is not None:
+        write_text_atomic(json_path, json.dumps(to_json(result, labels), indent=2) + "\n")

@@ -1,0 +1,425 @@
+"""Is the candidate worse than the baseline? Ratio of medians, bootstrap CI, Mann-Whitney, Holm/BH.
+
+A case regresses on a metric only when both hold:
+
+1. significance: a one-sided Mann-Whitney U test on the raw per-round values says the candidate
+   is worse, with p-values corrected across the cases compared (Holm, or Benjamini-Hochberg);
+2. practical size: the cost (round time, latency, memory) grew by more than the case's
+   threshold. With ``decide_on = "ci"`` (default) the worse end of the bootstrap CI must reach
+   the threshold, so a true slowdown of exactly the threshold is caught (the point estimate would
+   catch it half the time); with ``"median"`` the ratio of medians itself must.
+
+Throughput metrics have one raw value per timed round (work per round / round seconds). Metrics
+stored as one value per case (latency quantiles, peak RSS) have nothing to test: they are judged
+by the threshold alone, and the report says so. Metrics listed as advisory in the config are
+reported but never fail the check.
+"""
+
+from __future__ import annotations
+
+import math
+import zlib
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from imgbench.compare.config import RegressionConfig
+from imgbench.results.schema import HIGHER_IS_BETTER
+
+# Throughput metrics and the per-round work (column, scale) that turns round seconds into them.
+PER_ROUND_WORK: dict[str, tuple[str, float]] = {
+    "images_per_s_median": ("images_per_round", 1.0),
+    "mb_per_s_median": ("bytes_per_round", 1e-6),
+    "megapixels_per_s_median": ("megapixels_per_round", 1.0),
+}
+MIN_SAMPLES = 3  # fewer raw rounds than this per side: threshold only
+
+REGRESSED, IMPROVED, UNCHANGED = "regressed", "improved", "unchanged"
+METHOD_TEST = "mann-whitney"
+METHOD_THRESHOLD = "threshold only (one value per run, no raw samples)"
+
+
+class CompareInputError(ValueError):
+    """The two sides cannot be compared (exit code 2)."""
+
+
+@dataclass
+class SideCase:
+    """One case on one side, merged over every run of that side (interleaved runs add rounds)."""
+
+    case_id: str
+    stage: str | None
+    per_round: dict[str, np.ndarray]  # metric -> raw per-round values
+    values: dict[str, float]  # metric -> median over the side's runs of the recorded value
+    runs: int
+
+
+@dataclass
+class ComparisonResult:
+    """Everything the reports need: one row per (case, metric), and what was left out."""
+
+    rows: pd.DataFrame
+    config: RegressionConfig
+    baseline: dict[str, Any]
+    candidate: dict[str, Any]
+    warnings: list[str] = field(default_factory=list)
+    only_in_baseline: list[str] = field(default_factory=list)
+    only_in_candidate: list[str] = field(default_factory=list)
+    ignored: dict[str, str] = field(default_factory=dict)  # case_id -> reason
+
+    @property
+    def regressed(self) -> pd.DataFrame:
+        """Regressions that fail the check (advisory metrics excluded)."""
+        return self.rows[(self.rows["verdict"] == REGRESSED) & self.rows["gating"].astype(bool)]
+
+    @property
+    def advisory_regressions(self) -> pd.DataFrame:
+        return self.rows[(self.rows["verdict"] == REGRESSED) & ~self.rows["gating"].astype(bool)]
+
+    @property
+    def regressed_cases(self) -> list[str]:
+        return sorted(set(self.regressed["case_id"]))
+
+    @property
+    def exit_code(self) -> int:
+        return 1 if len(self.regressed) else 0
+
+    def geomean(self) -> pd.DataFrame:
+        """Per metric: the geometric mean of candidate/baseline ratios over the cases compared."""
+        if self.rows.empty:
+            return pd.DataFrame(columns=["metric", "cases", "geomean_ratio"])
+        valid = self.rows[self.rows["ratio"] > 0]
+        out = valid.groupby("metric", sort=False)["ratio"].agg(
+            cases="count", geomean_ratio=lambda r: float(np.exp(np.mean(np.log(r))))
+        )
+        return out.reset_index()
+
+
+def holm(pvalues: np.ndarray) -> np.ndarray:
+    """Holm-Bonferroni adjusted p-values (controls the family-wise error rate)."""
+    p = np.asarray(pvalues, dtype=float)
+    m = len(p)
+    if m == 0:
+        return p
+    order = np.argsort(p)
+    adjusted = np.maximum.accumulate(p[order] * (m - np.arange(m)))
+    out = np.empty(m)
+    out[order] = np.minimum(adjusted, 1.0)
+    return out
+
+
+def adjust(pvalues: np.ndarray, method: str) -> np.ndarray:
+    if len(pvalues) == 0:
+        return np.asarray(pvalues, dtype=float)
+    if method == "bh":
+        return stats.false_discovery_control(np.asarray(pvalues, dtype=float), method="bh")
+    return holm(pvalues)
+
+
+def _ratio_of_medians(x: np.ndarray, y: np.ndarray, axis: int = -1) -> np.ndarray:
+    return np.median(y, axis=axis) / np.median(x, axis=axis)
+
+
+def bootstrap_ratio_ci(
+    baseline: np.ndarray, candidate: np.ndarray, config: RegressionConfig, key: str = ""
+) -> tuple[float, float]:
+    """Percentile bootstrap CI of median(candidate) / median(baseline), seeded per case."""
+    if np.all(baseline == baseline[0]) and np.all(candidate == candidate[0]):
+        ratio = float(candidate[0] / baseline[0])
+        return ratio, ratio
+    rng = np.random.default_rng([config.seed, zlib.crc32(key.encode())])
+    result = stats.bootstrap(
+        (baseline, candidate),
+        _ratio_of_medians,
+        vectorized=True,
+        n_resamples=config.resamples,
+        confidence_level=config.confidence,
+        method="percentile",
+        rng=rng,
+    )
+    low, high = result.confidence_interval
+    return float(low), float(high)
+
+
+def one_sided_p(baseline: np.ndarray, candidate: np.ndarray, candidate_worse_if: str) -> float:
+    """Mann-Whitney U p-value for 'candidate is lower' (``less``) or 'higher' (``greater``)."""
+    if np.array_equal(np.sort(baseline), np.sort(candidate)):
+        return 1.0
+    return float(stats.mannwhitneyu(candidate, baseline, alternative=candidate_worse_if).pvalue)
+
+
+# -- reading a side -----------------------------------------------------------------------
+
+
+def _per_round(row: Any, metric: str) -> np.ndarray | None:
+    if metric not in PER_ROUND_WORK:
+        return None
+    samples = row.samples_s
+    if samples is None or len(samples) == 0:
+        return None
+    column, scale = PER_ROUND_WORK[metric]
+    work = getattr(row, column)
+    if work is None or pd.isna(work) or work <= 0:
+        return None
+    seconds = np.asarray(samples, dtype=float)
+    seconds = seconds[seconds > 0]
+    return float(work) * scale / seconds
+
+
+def side_cases(frame: pd.DataFrame, metrics: tuple[str, ...]) -> dict[str, SideCase]:
+    """The ok rows of one side, one SideCase per case id (rounds of repeated runs concatenated)."""
+    ok = frame[frame["status"] == "ok"]
+    cases: dict[str, SideCase] = {}
+    for case_id, rows in ok.groupby("case_id", sort=True):
+        per_round: dict[str, np.ndarray] = {}
+        values: dict[str, float] = {}
+        for metric in metrics:
+            chunks = [v for row in rows.itertuples() if (v := _per_round(row, metric)) is not None]
+            if chunks:
+                per_round[metric] = np.concatenate(chunks)
+            recorded = pd.to_numeric(rows[metric], errors="coerce").dropna()
+            recorded = recorded[recorded > 0]
+            if len(recorded):
+                values[metric] = float(recorded.median())
+        stage = rows["stage"].dropna()
+        cases[str(case_id)] = SideCase(
+            case_id=str(case_id),
+            stage=str(stage.iloc[0]) if len(stage) else None,
+            per_round=per_round,
+            values=values,
+            runs=rows["run_id"].nunique(),
+        )
+    return cases
+
+
+def describe_side(frame: pd.DataFrame) -> dict[str, Any]:
+    """Who measured a side: runs, commits, machines, datasets (for the report header)."""
+
+    def distinct(column: str) -> list[str]:
+        return sorted({str(v) for v in frame[column].dropna().unique()})
+
+    return {
+        "runs": distinct("run_id"),
+        "git_commit": distinct("git_commit"),
+        "git_dirty": bool(frame["git_dirty"].fillna(False).astype(bool).any()),
+        "machine_id": distinct("machine_id"),
+        "hostname": distinct("hostname"),
+        "dataset_name": distinct("dataset_name"),
+        "dataset_fingerprint": distinct("dataset_fingerprint"),
+        "ok_cases": int((frame["status"] == "ok").sum()),
+    }
+
+
+def _check_sides(
+    base: dict[str, Any], cand: dict[str, Any], allow_cross_machine: bool
+) -> list[str]:
+    warnings: list[str] = []
+    for name, side in (("baseline", base), ("candidate", cand)):
+        if len(side["dataset_fingerprint"]) > 1:
+            raise CompareInputError(
+                f"the {name} mixes datasets (fingerprints {', '.join(side['dataset_fingerprint'])})"
+            )
+    fb, fc = base["dataset_fingerprint"], cand["dataset_fingerprint"]
+    if fb and fc and fb != fc:
+        raise CompareInputError(
+            f"different datasets: baseline {base['dataset_name']} ({fb[0]}) vs "
+            f"candidate {cand['dataset_name']} ({fc[0]}); compare runs on the same data"
+        )
+    machines = set(base["machine_id"]) | set(cand["machine_id"])
+    if len(machines) > 1:
+        hosts = f"baseline {base['hostname']} vs candidate {cand['hostname']}"
+        if not allow_cross_machine:
+            raise CompareInputError(
+                f"different machines ({hosts}); timings from two machines are not comparable. "
+                "Pass --allow-cross-machine to compare anyway"
+            )
+        warnings.append(
+            f"cross-machine comparison ({hosts}): differences may come from the hardware, "
+            "not the change"
+        )
+    return warnings
+
+
+# -- judging ------------------------------------------------------------------------------
+
+
+def _verdict_tested(
+    cost: float,
+    cost_worse_end: float,
+    p_worse: float,
+    p_better: float,
+    threshold: float,
+    config: RegressionConfig,
+) -> str:
+    worse_size = cost_worse_end if config.decide_on == "ci" else cost
+    if p_worse < config.alpha and worse_size > 1 + threshold:
+        return REGRESSED
+    # an improvement is claimed on the estimate itself: a gate may over-warn, a claim should not
+    if p_better < config.alpha and cost < 1 / (1 + threshold):
+        return IMPROVED
+    return UNCHANGED
+
+
+def _verdict_threshold(cost: float, threshold: float) -> str:
+    if cost > 1 + threshold:
+        return REGRESSED
+    if cost < 1 / (1 + threshold):
+        return IMPROVED
+    return UNCHANGED
+
+
+def compare_cases(
+    base: dict[str, SideCase],
+    cand: dict[str, SideCase],
+    case_ids: list[str],
+    config: RegressionConfig,
+    ci_for_all: bool = True,
+) -> pd.DataFrame:
+    """One row per (case, metric) with ratio, CI, p-values and verdict.
+
+    ``ci_for_all=False`` bootstraps only where the verdict needs it (error-rate simulations).
+    """
+    rows: list[dict[str, Any]] = []
+    for metric in config.metrics:
+        higher = HIGHER_IS_BETTER[metric]
+        worse_if = "less" if higher else "greater"
+        better_if = "greater" if higher else "less"
+        tested: list[dict[str, Any]] = []
+        for case_id in case_ids:
+            b, c = base[case_id], cand[case_id]
+            stage = b.stage or c.stage
+            threshold = config.threshold_for(case_id, stage, metric)
+            row: dict[str, Any] = {
+                "case_id": case_id,
+                "stage": stage,
+                "metric": metric,
+                "higher_is_better": higher,
+                "gating": config.gates(metric),
+                "threshold": threshold,
+            }
+            xb, xc = b.per_round.get(metric), c.per_round.get(metric)
+            if xb is not None and xc is not None and min(len(xb), len(xc)) >= MIN_SAMPLES:
+                row.update(
+                    method=METHOD_TEST,
+                    n_baseline=len(xb),
+                    n_candidate=len(xc),
+                    baseline=float(np.median(xb)),
+                    candidate=float(np.median(xc)),
+                    p_worse=one_sided_p(xb, xc, worse_if),
+                    p_better=one_sided_p(xb, xc, better_if),
+                    _samples=(xb, xc),
+                )
+                tested.append(row)
+            elif metric in b.values and metric in c.values:
+                row.update(
+                    method=METHOD_THRESHOLD,
+                    n_baseline=b.runs,
+                    n_candidate=c.runs,
+                    baseline=b.values[metric],
+                    candidate=c.values[metric],
+                )
+            else:
+                continue
+            row["ratio"] = row["candidate"] / row["baseline"]
+            row["cost"] = 1 / row["ratio"] if higher else row["ratio"]
+            rows.append(row)
+        if tested:
+            p_worse = adjust(np.array([r["p_worse"] for r in tested]), config.correction)
+            p_better = adjust(np.array([r["p_better"] for r in tested]), config.correction)
+            for row, pw, pb in zip(tested, p_worse, p_better, strict=True):
+                row["p_worse_adjusted"], row["p_better_adjusted"] = float(pw), float(pb)
+    for row in rows:
+        higher, threshold = row["higher_is_better"], row["threshold"]
+        samples = row.pop("_samples", None)
+        if samples is None:
+            row["ci_low"] = row["ci_high"] = math.nan
+            row["verdict"] = _verdict_threshold(row["cost"], threshold)
+            continue
+        need_ci = ci_for_all or (
+            row["p_worse_adjusted"] < config.alpha and config.decide_on == "ci"
+        )
+        if need_ci:
+            low, high = bootstrap_ratio_ci(
+                *samples, config, key=f"{row['case_id']}|{row['metric']}"
+            )
+        else:
+            low = high = row["ratio"]
+        row["ci_low"], row["ci_high"] = low, high
+        cost_worse_end = 1 / low if higher else high
+        row["verdict"] = _verdict_tested(
+            row["cost"],
+            cost_worse_end,
+            row["p_worse_adjusted"],
+            row["p_better_adjusted"],
+            threshold,
+            config,
+        )
+    columns = [
+        "case_id",
+        "stage",
+        "metric",
+        "higher_is_better",
+        "gating",
+        "method",
+        "n_baseline",
+        "n_candidate",
+        "baseline",
+        "candidate",
+        "ratio",
+        "ci_low",
+        "ci_high",
+        "cost",
+        "threshold",
+        "p_worse",
+        "p_worse_adjusted",
+        "p_better",
+        "p_better_adjusted",
+        "verdict",
+    ]
+    return pd.DataFrame(rows, columns=columns)
+
+
+def compare_frames(
+    baseline: pd.DataFrame,
+    candidate: pd.DataFrame,
+    config: RegressionConfig | None = None,
+    *,
+    allow_cross_machine: bool = False,
+) -> ComparisonResult:
+    """Compare two sets of result rows (each: one run, or several runs of the same code merged).
+
+    Raises CompareInputError when the sides cannot be compared: no common ok cases, different
+    dataset fingerprints, or different machines without ``allow_cross_machine``.
+    """
+    config = config or RegressionConfig()
+    base_info, cand_info = describe_side(baseline), describe_side(candidate)
+    warnings = _check_sides(base_info, cand_info, allow_cross_machine)
+    base = side_cases(baseline, config.metrics)
+    cand = side_cases(candidate, config.metrics)
+    common = sorted(set(base) & set(cand))
+    if not common:
+        raise CompareInputError(
+            f"no common cases with status ok (baseline has {len(base)}, candidate {len(cand)})"
+        )
+    ignored = {c: r for c in common if (r := config.ignored(c, base[c].stage)) is not None}
+    compared = [c for c in common if c not in ignored]
+    rows = compare_cases(base, cand, compared, config)
+    if any(rows["method"] == METHOD_THRESHOLD) if len(rows) else False:
+        names = sorted(set(rows.loc[rows["method"] == METHOD_THRESHOLD, "metric"]))
+        warnings.append(
+            f"{', '.join(names)}: one value per run, no raw samples; judged by the threshold "
+            "alone (no significance test)"
+        )
+    return ComparisonResult(
+        rows=rows,
+        config=config,
+        baseline=base_info,
+        candidate=cand_info,
+        warnings=warnings,
+        only_in_baseline=sorted(set(base) - set(cand)),
+        only_in_candidate=sorted(set(cand) - set(base)),
+        ignored=ignored,
+    )

@@ -1,0 +1,89 @@
+"""`imgbench ci` on a real git repository: worktrees of two commits, interleaved runs, a verdict.
+
+The repository is a fresh one made from this checkout's src/ and benches/ (never this checkout's
+own git state). The head commit makes Pillow's JPEG decode spin for 2 ms per image, several
+times its decode time, so the verdict does not depend on the machine's noise.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from imgbench.cli import app
+from tests.compare.test_aa_real_runs import _datasets_ready
+
+ROOT = Path(__file__).resolve().parents[2]
+SLOW = "        _end = __import__('time').perf_counter() + 0.002\n        while __import__('time').perf_counter() < _end:\n            pass\n"
+
+
+def _git(repo: Path, *args: str) -> None:
+    subprocess.run(
+        ["git", "-c", "user.email=ci@example.com", "-c", "user.name=ci", *args],
+        cwd=repo,
+        check=True,
+        capture_output=True,
+    )
+
+
+@pytest.fixture(scope="module")
+def repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    repo = tmp_path_factory.mktemp("repo")
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
+    shutil.copytree(ROOT / "src", repo / "src", ignore=ignore)
+    shutil.copytree(ROOT / "benches", repo / "benches", ignore=ignore)
+    shutil.copy(ROOT / "pyproject.toml", repo / "pyproject.toml")
+    _git(repo, "init", "-q")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-qm", "base")
+    reader = repo / "src/imgbench/readers/pillow.py"
+    marker = "    def decode(self, data: bytes) -> np.ndarray:\n"
+    text = reader.read_text()
+    assert marker in text, "the Pillow adapter changed shape; update this test"
+    reader.write_text(text.replace(marker, marker + SLOW, 1))
+    _git(repo, "commit", "-qam", "slow pillow decode")
+    return repo
+
+
+@pytest.mark.skipif(
+    not _datasets_ready(), reason="imgbench.datasets.load_dataset is not available yet"
+)
+def test_ci_finds_the_slowed_reader(repo: Path, tiny_dataset: Path, tmp_path: Path) -> None:
+    result = CliRunner().invoke(
+        app,
+        [
+            "ci",
+            "--base=HEAD~1",
+            "--head=HEAD",
+            f"--repo={repo}",
+            f"--dataset={tiny_dataset}",
+            "-k",
+            "jpeg and pillow",
+            "--rounds=6",
+            "--repeats=2",
+            f"--markdown={tmp_path / 'ci.md'}",
+            f"--workdir={tmp_path / 'work'}",
+        ],
+        catch_exceptions=False,
+    )
+    assert result.exit_code == 1, result.output
+    markdown = (tmp_path / "ci.md").read_text()
+    regressed = markdown.split("### Changes")[1].split("###")[0]
+    assert "read/pillow/open-convert" in regressed and "codec=jpeg" in regressed
+    assert "2 run(s)" in markdown  # each side pooled its two interleaved runs
+    runs = list((tmp_path / "work" / "results-base").glob("*.parquet"))
+    assert len(runs) == 2
+    listed = subprocess.run(["git", "worktree", "list"], cwd=repo, capture_output=True, text=True)
+    assert len(listed.stdout.strip().splitlines()) == 1  # worktrees removed
+
+
+def test_ci_unknown_revision_exits_2(repo: Path) -> None:
+    result = CliRunner().invoke(
+        app, ["ci", "--base=no-such-branch", f"--repo={repo}"], catch_exceptions=False
+    )
+    assert result.exit_code == 2
+    assert "unknown revision 'no-such-branch'" in result.output
