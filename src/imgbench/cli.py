@@ -16,6 +16,9 @@ from rich.table import Table
 from imgbench.paths import looks_like_path
 from imgbench.profiles import PROFILES
 
+console = Console()
+err = Console(stderr=True)
+
 app = typer.Typer(
     help="Benchmarks for image data pipelines, on your machine and your data.",
     no_args_is_help=True,
@@ -46,15 +49,18 @@ _SUBCOMMANDS: dict[str, tuple[typer.Typer, str]] = {
 for _name, (_parent, _target) in _SUBCOMMANDS.items():
     try:
         _obj = _attr(_target)
-    except (ImportError, AttributeError):
+    except ModuleNotFoundError as _exc:
+        if _exc.name and _target.startswith(_exc.name):
+            continue  # that stage is not built yet
+        err.print(f"[yellow]warning: `{_name}` unavailable: {_exc}[/]", highlight=False)
+        continue
+    except (ImportError, AttributeError) as _exc:  # a stage module that is broken: say so
+        err.print(f"[yellow]warning: `{_name}` unavailable: {_exc}[/]", highlight=False)
         continue
     if isinstance(_obj, typer.Typer):
         _parent.add_typer(_obj, name=_name)
     else:
         _parent.command(_name)(_obj)
-
-console = Console()
-err = Console(stderr=True)
 
 
 def fail(message: str, code: int = 2) -> typer.Exit:

@@ -1,0 +1,237 @@
+"""Augment cases: every library x transform and x pipeline, per image and in batches.
+
+Set-up happens in ``prepare``, outside the timing: the dataset's images are decoded once with
+Pillow (shorter side raised to 256 when smaller, so every crop is valid), converted to each
+library's input form, and the library's transform objects are built. The op runs once on every
+input before timing (contract check and output size); a transform too slow for the profile's
+per-case budget gets fewer images, recorded in the row. Each row carries its agreement result
+from verify.py in ``extra_json``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from imgbench.augment import spec
+from imgbench.augment.base import make_batch, make_input
+from imgbench.augment.pipelines import PIPELINES
+from imgbench.augment.registry import LIBRARIES, AugmentLibrary, get_library
+from imgbench.harness.case import Case, Workload
+from imgbench.harness.context import CaseContext
+from imgbench.profiles import Profile
+
+FIXED_SIDE = 320  # batch inputs (and their per-image twins) are resized to 320x320
+
+
+@dataclass(frozen=True)
+class Plan:
+    libraries: tuple[str, ...] | None  # library/variant keys; None = all
+    transforms: tuple[str, ...] | None  # None = all
+    pipelines: tuple[str, ...]
+    transform_threads_default: bool  # also run transforms with library-default threads
+    pipeline_threads_default: bool  # ... and pipelines (batch cases included)
+    batch_sizes: tuple[int, ...]
+    max_images: int  # cap on images per round
+    budget_s: float  # a case's timed work (rounds x images) is cut to about this
+
+
+PLANS: dict[str, Plan] = {
+    "quick": Plan(
+        libraries=("albumentations/numpy", "torchvision/v2-tensor", "pillow/pil"),
+        transforms=("hflip", "resize", "rotate", "color_jitter", "normalize"),
+        pipelines=("train-classification",),
+        transform_threads_default=False,
+        pipeline_threads_default=False,
+        batch_sizes=(),
+        max_images=8,
+        budget_s=1.0,
+    ),
+    "default": Plan(
+        libraries=None,
+        transforms=None,
+        pipelines=tuple(p.name for p in PIPELINES),
+        transform_threads_default=False,
+        pipeline_threads_default=True,
+        batch_sizes=(32,),
+        max_images=16,
+        budget_s=2.0,
+    ),
+    "full": Plan(
+        libraries=None,
+        transforms=None,
+        pipelines=tuple(p.name for p in PIPELINES),
+        transform_threads_default=True,
+        pipeline_threads_default=True,
+        batch_sizes=(32, 128),
+        max_images=256,
+        budget_s=20.0,
+    ),
+}
+
+
+def plan_for(profile: Profile) -> Plan:
+    return PLANS.get(profile.name, PLANS["default"])
+
+
+def _has_transform(lib: AugmentLibrary, transform: str) -> bool:
+    return spec.row(transform, lib.library) is not None
+
+
+def augment_cases(profile: Profile) -> list[Case]:
+    plan = plan_for(profile)
+    libraries = [lib for lib in LIBRARIES if plan.libraries is None or lib.key in plan.libraries]
+    transforms = plan.transforms or tuple(t.name for t in spec.TRANSFORMS)
+    cases: list[Case] = []
+    for lib in libraries:
+        default_threads: tuple[int | None, ...] = (1, None) if lib.parallel else (1,)
+        for name in transforms:
+            if not _has_transform(lib, name):
+                continue
+            for threads in default_threads if plan.transform_threads_default else (1,):
+                cases.append(_case(lib, {"transform": name, "input": lib.input}, threads))
+        pipeline_threads = default_threads if plan.pipeline_threads_default else (1,)
+        for name in plan.pipelines:
+            for threads in pipeline_threads:
+                cases.append(_case(lib, {"pipeline": name, "input": lib.pipeline_input}, threads))
+            if lib.batch_input is None or not plan.batch_sizes:
+                continue
+            fixed = f"{FIXED_SIDE}x{FIXED_SIDE}"
+            for threads in pipeline_threads:
+                if threads == 1 or plan.transform_threads_default:  # the per-image twin
+                    twin = {"pipeline": name, "input": lib.pipeline_input, "input_size": fixed}
+                    cases.append(_case(lib, twin, threads))
+                for batch in plan.batch_sizes:
+                    params = {
+                        "pipeline": name,
+                        "input": lib.batch_input,
+                        "input_size": fixed,
+                        "batch_size": batch,
+                    }
+                    cases.append(_case(lib, params, threads))
+    return cases
+
+
+def _case(lib: AugmentLibrary, params: dict[str, Any], threads: int | None) -> Case:
+    return Case(
+        stage="augment",
+        library=lib.library,
+        variant=lib.variant,
+        prepare=prepare,
+        params={**params, "threads": threads},
+        requires=lib.requires,
+        dist=lib.dist,
+    )
+
+
+_DECODED: dict[tuple[str, int], tuple[list[np.ndarray], int]] = {}
+
+
+def decoded_images(ctx: CaseContext, limit: int) -> tuple[list[np.ndarray], int]:
+    """The first ``limit`` images as HxWx3 uint8 RGB, decoded once per session with Pillow.
+
+    Returns the arrays and how many were upscaled (shorter side below 256 raised to 256).
+    """
+    key = (ctx.dataset.fingerprint, limit)
+    if key not in _DECODED:
+        from PIL import Image
+
+        arrays, upscaled = [], 0
+        for entry in ctx.entries(limit=limit):
+            with Image.open(ctx.path(entry)) as image:
+                image = image.convert("RGB")
+                short = min(image.size)
+                if short < spec.RESIZE_SHORT:
+                    scale = spec.RESIZE_SHORT / short
+                    size = (math.ceil(image.width * scale), math.ceil(image.height * scale))
+                    image = image.resize(size, Image.Resampling.BICUBIC)
+                    upscaled += 1
+                arrays.append(np.ascontiguousarray(np.asarray(image)))
+        _DECODED[key] = (arrays, upscaled)
+    return _DECODED[key]
+
+
+def _fixed_size(images: list[np.ndarray]) -> list[np.ndarray]:
+    from PIL import Image
+
+    return [
+        np.asarray(Image.fromarray(im).resize((FIXED_SIDE, FIXED_SIDE), Image.Resampling.BILINEAR))
+        for im in images
+    ]
+
+
+def _output_megapixels(output: Any, images_per_item: int) -> float:
+    shape = tuple(output.shape)
+    channels_first = hasattr(output, "detach") or (len(shape) == 3 and shape[0] == 3)
+    if len(shape) == 4:
+        return shape[0] * shape[2] * shape[3] / 1e6
+    h, w = (shape[1], shape[2]) if channels_first and len(shape) == 3 else (shape[0], shape[1])
+    return h * w / 1e6 * images_per_item
+
+
+def prepare(ctx: CaseContext, case: Case) -> Workload:
+    import time
+
+    import pytest
+
+    from imgbench.augment import verify
+
+    plan = plan_for(ctx.profile)
+    lib = get_library(f"{case.library}/{case.variant}")
+    params = case.params
+    limit = min(ctx.max_images, plan.max_images)
+    images, upscaled = decoded_images(ctx, limit)
+    if not images:
+        pytest.skip(f"dataset {ctx.dataset.name} has no usable images")
+    batch = params.get("batch_size")
+    if params.get("input_size"):
+        images = _fixed_size(images)
+    if "transform" in params:
+        kind, name = "transform", params["transform"]
+        build = lib.transforms()[name]
+    else:
+        kind, name = "pipeline", params["pipeline"]
+        build = lib.pipelines(batched=batch is not None)[name]
+    op = build()
+    if batch:
+        n_batches = max(1, math.ceil(len(images) / batch))
+        pool = [images[i % len(images)] for i in range(n_batches * batch)]
+        items = [make_batch(pool[i : i + batch], op.input) for i in range(0, len(pool), batch)]
+    else:
+        items = [make_input(im, op.input) for im in images]
+    per_item = batch or 1
+
+    # untimed: the first input tells the cost; a case beyond the budget keeps fewer inputs;
+    # every kept input then runs once (it must work, and gives the output size)
+    start = time.perf_counter()
+    first = op.fn(items[0])
+    seconds_per_item = time.perf_counter() - start
+    rounds = ctx.profile.rounds + ctx.profile.warmup_rounds
+    affordable = max(1, int(plan.budget_s / max(seconds_per_item * rounds, 1e-9)))
+    extra: dict[str, Any] = {"inputs_upscaled": upscaled}
+    if affordable < len(items):
+        extra["items_cut_from"] = len(items)
+        items = items[:affordable]
+    outputs = [first, *(op.fn(item) for item in items[1:])]
+    agreement = verify.agreement_for(kind, name, lib.key + ("@batch" if batch else ""))
+    extra["agreement"] = agreement.flag if agreement else "not verified: no result"
+    if agreement is not None and agreement.reference and agreement.check == "compare":
+        extra.update(
+            agreement_reference=agreement.reference,
+            agreement_mean_abs=agreement.mean_abs,
+            agreement_max_abs=agreement.max_abs,
+            agreement_tolerance=str(agreement.tolerance),
+        )
+    input_bytes = sum(im.nbytes for im in images)
+    return Workload(
+        items=items,
+        fn=op.fn,
+        images_per_item=per_item,
+        bytes_per_round=int(input_bytes * len(items) * per_item / len(images)),
+        megapixels_per_round=sum(_output_megapixels(o, per_item) for o in outputs),
+        cache_method="n/a: decoded arrays in memory",
+        extra=extra,
+    )

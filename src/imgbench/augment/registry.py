@@ -1,0 +1,124 @@
+"""Every augmentation library imgbench measures. Adding one is an adapter file plus an entry here.
+
+An adapter module exposes ``transforms(input_kind)`` and ``pipelines(input_kind)``: dicts from
+transform or pipeline name to a builder of an ``Op`` (base.py). Libraries are imported only
+when a case runs or a check needs them.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from imgbench.augment.base import InputKind, Op
+
+
+@dataclass(frozen=True)
+class AugmentLibrary:
+    library: str  # the ``library`` column
+    variant: str  # how it is fed: the ``variant`` column
+    module: str  # adapter module
+    requires: tuple[str, ...]  # importable modules (imported before thread pinning)
+    dist: str  # distribution whose version rows record
+    input: InputKind  # what per-image transforms take
+    pipeline_input: InputKind  # what per-image pipelines take
+    batch_input: InputKind | None = None  # batch mode: pipelines on BxCxHxW tensors
+    parallel: bool = False  # parallelises internally: gets a default-threads variant
+    note: str = ""
+
+    @property
+    def key(self) -> str:
+        return f"{self.library}/{self.variant}"
+
+    def transforms(self) -> dict[str, Callable[[], Op]]:
+        return importlib.import_module(self.module).transforms(self.input)
+
+    def pipelines(self, batched: bool = False) -> dict[str, Callable[[], Op]]:
+        kind = self.batch_input if batched else self.pipeline_input
+        if kind is None:
+            raise ValueError(f"{self.key} has no batch mode")
+        return importlib.import_module(self.module).pipelines(kind)
+
+
+LIBRARIES: tuple[AugmentLibrary, ...] = (
+    AugmentLibrary(
+        library="albumentations",
+        variant="numpy",
+        module="imgbench.augment.albumentations",
+        requires=("cv2", "albumentations"),
+        dist="albumentations",
+        input="hwc-uint8",
+        pipeline_input="hwc-uint8",
+        parallel=True,  # OpenCV kernels use OpenCV's thread pool
+    ),
+    AugmentLibrary(
+        library="torchvision",
+        variant="v2-tensor",
+        module="imgbench.augment.torchvision",
+        requires=("torch", "torchvision"),
+        dist="torchvision",
+        input="chw-uint8-tensor",
+        pipeline_input="chw-uint8-tensor",
+        batch_input="bchw-uint8-tensor",
+        parallel=True,  # torch intra-op threads
+    ),
+    AugmentLibrary(
+        library="torchvision",
+        variant="v2-pil",
+        module="imgbench.augment.torchvision",
+        requires=("torch", "torchvision", "PIL"),
+        dist="torchvision",
+        input="pil",
+        pipeline_input="pil",
+        parallel=True,  # the float steps after ToImage run in torch
+    ),
+    AugmentLibrary(
+        library="kornia",
+        variant="tensor",
+        module="imgbench.augment.kornia",
+        requires=("torch", "kornia"),
+        dist="kornia",
+        input="chw-float-tensor",
+        pipeline_input="chw-uint8-tensor",
+        batch_input="bchw-uint8-tensor",
+        parallel=True,
+    ),
+    AugmentLibrary(
+        library="pillow",
+        variant="pil",
+        module="imgbench.augment.pillow",
+        requires=("PIL",),
+        dist="pillow",
+        input="pil",
+        pipeline_input="pil",
+    ),
+    AugmentLibrary(
+        library="opencv",
+        variant="numpy",
+        module="imgbench.augment.opencv",
+        requires=("cv2",),
+        dist="opencv-python-headless",
+        input="hwc-uint8",
+        pipeline_input="hwc-uint8",
+        parallel=True,
+    ),
+)
+
+
+def get_library(key: str) -> AugmentLibrary:
+    """A library by ``library/variant`` key, e.g. ``torchvision/v2-tensor``."""
+    for entry in LIBRARIES:
+        if entry.key == key:
+            return entry
+    raise KeyError(f"unknown augmentation library {key!r}; known: {[e.key for e in LIBRARIES]}")
+
+
+# Libraries the posts use that cannot run on this stack: listed by `imgbench env`.
+UNAVAILABLE: tuple[tuple[str, str], ...] = (
+    (
+        "imgaug",
+        "imgaug 0.4.0 (2020, the last release) installs but fails at import with numpy 2: "
+        "`np.sctypes` was removed in NumPy 2.0",
+    ),
+)
