@@ -1,4 +1,4 @@
-"""Readers and decoders: encoded bytes to an RGB uint8 array. Cases come from imgbench.readers."""
+"""Readers and decoders (and tjbench's native ceiling): cases come from imgbench.readers.cases."""
 
 import pytest
 

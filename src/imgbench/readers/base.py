@@ -1,24 +1,41 @@
-"""The reader stage: encoded bytes in, a C-contiguous HxWx3 uint8 RGB array out.
+"""The reader stage: encoded bytes (or a path) in, a C-contiguous HxWx3 uint8 RGB array out.
 
 Every adapter honours the same contract, so any colour conversion or copy a library needs is
 part of its measured time. EXIF orientation is not applied: pixels come back as stored, by
-every reader, so all of them do the same work.
+every reader, so all of them do the same work. The other pixel policies (alpha, 16 bit,
+palette, grayscale) are in ``imgbench.readers.pixels``.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Protocol
 
 import numpy as np
 
 CODECS = ("jpeg", "png", "webp", "bmp", "tiff")
+JPEG_ONLY = frozenset({"jpeg"})
 
 
 class Reader(Protocol):
     def decode(self, data: bytes) -> np.ndarray:
         """Decode encoded image bytes to a C-contiguous HxWx3 uint8 RGB array."""
         ...
+
+    def read(self, path: str) -> np.ndarray:
+        """Read a file and decode it (the library's own path API where it has one)."""
+        ...
+
+
+class BytesReader:
+    """Base for adapters: ``read`` reads the file's bytes and decodes them, unless overridden."""
+
+    def decode(self, data: bytes) -> np.ndarray:
+        raise NotImplementedError
+
+    def read(self, path: str) -> np.ndarray:
+        return self.decode(Path(path).read_bytes())
 
 
 @dataclass(frozen=True)
@@ -32,6 +49,12 @@ class ReaderSpec:
     dist: str  # distribution whose version the rows record
     codecs: frozenset[str] = field(default_factory=lambda: frozenset(CODECS))
     note: str = ""
+    environment: str = "main"  # the venv the case runs in (see imgbench.envs)
+    # "full": the whole image; "reduced": the library decodes at 1/reduce of each side;
+    # "resize": full decode, then an antialiased resize to the reduced size (the baseline).
+    output: str = "full"
+    disk_call: str = "read the file's bytes, then decode"  # what `read(path)` does
+    quick: bool = False  # part of the quick profile
 
 
 class ContractError(ValueError):

@@ -1,23 +1,68 @@
-"""Every reader imgbench knows. Adding a library is one adapter file plus one entry here."""
+"""Every reader imgbench knows. Adding a library is one adapter file plus one entry here.
+
+Codec support is declared here, so an unsupported (reader, codec) pair is a skipped row with
+the reason rather than an error. pillow-simd is the Pillow entries again, in their own venv.
+"""
 
 from __future__ import annotations
 
-from imgbench.readers.base import ReaderSpec
+import dataclasses
+import inspect
 
-READERS: tuple[ReaderSpec, ...] = (
+from imgbench.readers.base import CODECS, JPEG_ONLY, ReaderSpec
+
+_PILLOW: tuple[ReaderSpec, ...] = (
     ReaderSpec(
         library="pillow",
         variant="open-convert",
         adapter="imgbench.readers.pillow:PillowReader",
         requires=("PIL",),
         dist="pillow",
+        disk_call="Image.open(path)",
+        quick=True,
     ),
+    ReaderSpec(
+        library="pillow",
+        variant="draft",
+        adapter="imgbench.readers.pillow:PillowDraft",
+        requires=("PIL",),
+        dist="pillow",
+        codecs=JPEG_ONLY,
+        output="reduced",
+        disk_call="Image.open(path)",
+        note="Image.draft: libjpeg DCT scaling",
+    ),
+    ReaderSpec(
+        library="pillow",
+        variant="resize-bilinear",
+        adapter="imgbench.readers.pillow:PillowResize",
+        requires=("PIL",),
+        dist="pillow",
+        codecs=JPEG_ONLY,
+        output="resize",
+        disk_call="Image.open(path)",
+        note="full decode + Image.resize(BILINEAR), antialiased (filter support scales)",
+    ),
+)
+
+
+def _simd(spec: ReaderSpec) -> ReaderSpec:
+    return dataclasses.replace(
+        spec, library="pillow-simd", dist="pillow-simd", environment="pillow-simd", quick=False
+    )
+
+
+READERS: tuple[ReaderSpec, ...] = (
+    *_PILLOW,
+    *(_simd(s) for s in _PILLOW),
     ReaderSpec(
         library="opencv",
         variant="imdecode-rgb",
         adapter="imgbench.readers.opencv:ImdecodeRGB",
         requires=("cv2",),
         dist="opencv-python-headless",
+        disk_call="cv2.imread(path, IMREAD_COLOR_RGB)",
+        quick=True,
     ),
     ReaderSpec(
         library="opencv",
@@ -25,16 +70,209 @@ READERS: tuple[ReaderSpec, ...] = (
         adapter="imgbench.readers.opencv:ImdecodeCvtColor",
         requires=("cv2",),
         dist="opencv-python-headless",
+        disk_call="cv2.imread(path) + cvtColor",
+        quick=True,
+    ),
+    ReaderSpec(
+        library="opencv",
+        variant="reduced",
+        adapter="imgbench.readers.opencv:ImdecodeReduced",
+        requires=("cv2",),
+        dist="opencv-python-headless",
+        codecs=JPEG_ONLY,
+        output="reduced",
+        disk_call="cv2.imread(path, IMREAD_REDUCED_COLOR_N)",
+        note="IMREAD_REDUCED_COLOR_2/4/8 (RGB flag): libjpeg DCT scaling",
+    ),
+    ReaderSpec(
+        library="opencv",
+        variant="resize-area",
+        adapter="imgbench.readers.opencv:ImdecodeResizeArea",
+        requires=("cv2",),
+        dist="opencv-python-headless",
+        codecs=JPEG_ONLY,
+        output="resize",
+        disk_call="cv2.imread(path, IMREAD_COLOR_RGB) + resize",
+        note="full decode + cv2.resize(INTER_AREA), antialiased",
+    ),
+    ReaderSpec(
+        library="imageio",
+        variant="v3-imread",
+        adapter="imgbench.readers.imageio:ImageioReader",
+        requires=("imageio.v3",),
+        dist="imageio",
+        disk_call="imageio.v3.imread(path)",
+    ),
+    ReaderSpec(
+        library="skimage",
+        variant="io-imread",
+        adapter="imgbench.readers.skimage:SkimageReader",
+        requires=("skimage.io",),
+        dist="scikit-image",
+        disk_call="skimage.io.imread(path)",
+    ),
+    ReaderSpec(
+        library="simplejpeg",
+        variant="decode-jpeg",
+        adapter="imgbench.readers.simplejpeg:SimplejpegReader",
+        requires=("simplejpeg",),
+        dist="simplejpeg",
+        codecs=JPEG_ONLY,
+        quick=True,
+    ),
+    ReaderSpec(
+        library="simplejpeg",
+        variant="reduced",
+        adapter="imgbench.readers.simplejpeg:SimplejpegReduced",
+        requires=("simplejpeg",),
+        dist="simplejpeg",
+        codecs=JPEG_ONLY,
+        output="reduced",
+        note="decode_jpeg_header + decode_jpeg(min_factor=N, min_width/height)",
+    ),
+    ReaderSpec(
+        library="pyturbojpeg",
+        variant="decode-rgb",
+        adapter="imgbench.readers.turbojpeg:TurboJPEGReader",
+        requires=("turbojpeg",),
+        dist="PyTurboJPEG",
+        codecs=JPEG_ONLY,
+    ),
+    ReaderSpec(
+        library="pyturbojpeg",
+        variant="reduced",
+        adapter="imgbench.readers.turbojpeg:TurboJPEGReduced",
+        requires=("turbojpeg",),
+        dist="PyTurboJPEG",
+        codecs=JPEG_ONLY,
+        output="reduced",
+        note="decode(scaling_factor=(1, N))",
+    ),
+    ReaderSpec(
+        library="jpeg4py",
+        variant="decode",
+        adapter="imgbench.readers.jpeg4py:Jpeg4pyReader",
+        requires=("jpeg4py",),
+        dist="jpeg4py",
+        codecs=JPEG_ONLY,
+        disk_call="jpeg4py.JPEG(path).decode()",
+    ),
+    ReaderSpec(
+        library="pyvips",
+        variant="new-from-buffer",
+        adapter="imgbench.readers.pyvips:PyvipsReader",
+        requires=("pyvips",),
+        dist="pyvips",
+        codecs=frozenset({"jpeg", "png", "webp", "tiff"}),
+        disk_call="pyvips.Image.new_from_file(path)",
+        note="the pyvips-binary libvips has no BMP loader",
+    ),
+    ReaderSpec(
+        library="pyvips",
+        variant="shrink-on-load",
+        adapter="imgbench.readers.pyvips:PyvipsShrink",
+        requires=("pyvips",),
+        dist="pyvips",
+        codecs=JPEG_ONLY,
+        output="reduced",
+        disk_call="pyvips.Image.new_from_file(path, shrink=N)",
+        note="jpegload shrink=N: libjpeg DCT scaling",
+    ),
+    ReaderSpec(
+        library="kornia-rs",
+        variant="jpegturbo",
+        adapter="imgbench.readers.kornia_rs:KorniaRsReader",
+        requires=("kornia_rs",),
+        dist="kornia-rs",
+        codecs=JPEG_ONLY,
+        disk_call="kornia_rs.io.read_image_jpegturbo(path)",
+    ),
+    ReaderSpec(
+        library="imagecodecs",
+        variant="codec-decode",
+        adapter="imgbench.readers.imagecodecs:ImagecodecsReader",
+        requires=("imagecodecs",),
+        dist="imagecodecs",
+        note="jpeg8_decode, png_decode, webp_decode, bmp_decode, tiff_decode",
+    ),
+    ReaderSpec(
+        library="torchvision",
+        variant="decode-image",
+        adapter="imgbench.readers.torchvision:DecodeImage",
+        requires=("torch", "torchvision"),
+        dist="torchvision",
+        codecs=frozenset({"jpeg", "png", "webp"}),
+        disk_call="torchvision.io.read_file(path) + decode_image",
+    ),
+    ReaderSpec(
+        library="torchvision",
+        variant="decode-jpeg",
+        adapter="imgbench.readers.torchvision:DecodeJpeg",
+        requires=("torch", "torchvision"),
+        dist="torchvision",
+        codecs=JPEG_ONLY,
+        disk_call="torchvision.io.read_file(path) + decode_jpeg",
+    ),
+    ReaderSpec(
+        library="torchvision",
+        variant="decode-jpeg-cuda",
+        adapter="imgbench.readers.torchvision:DecodeJpegCuda",
+        requires=("torch", "torchvision"),
+        dist="torchvision",
+        codecs=JPEG_ONLY,
+        note="nvjpeg on the GPU, copy back to host included",
+    ),
+    ReaderSpec(
+        library="tensorflow",
+        variant="decode-image",
+        adapter="imgbench.readers.tensorflow:TfDecodeImage",
+        requires=("tensorflow",),
+        dist="tensorflow-cpu",
+        codecs=frozenset({"jpeg", "png", "webp", "bmp"}),
+        environment="tensorflow",
+        disk_call="tf.io.read_file(path) + decode_image",
+    ),
+    ReaderSpec(
+        library="tensorflow",
+        variant="decode-jpeg",
+        adapter="imgbench.readers.tensorflow:TfDecodeJpeg",
+        requires=("tensorflow",),
+        dist="tensorflow-cpu",
+        codecs=JPEG_ONLY,
+        environment="tensorflow",
+        disk_call="tf.io.read_file(path) + decode_jpeg",
     ),
 )
 
+assert all(s.codecs <= frozenset(CODECS) for s in READERS)
 
-def build_reader(spec: ReaderSpec) -> object:
-    """Import the adapter module and instantiate it (the library is imported here, not before)."""
+
+def build_reader(spec: ReaderSpec, *, reduce: int | None = None, threads: int | None = None):  # type: ignore[no-untyped-def]
+    """Import the adapter module and instantiate it (the library is imported here, not before).
+
+    ``reduce`` goes to reduced and resize variants; ``threads`` to adapters that take it (their
+    library keeps its own pool the harness cannot pin, e.g. libvips).
+    """
     import importlib
 
     module_name, class_name = spec.adapter.split(":")
-    return getattr(importlib.import_module(module_name), class_name)()
+    cls = getattr(importlib.import_module(module_name), class_name)
+    accepted = inspect.signature(cls).parameters
+    kwargs: dict[str, int | None] = {}
+    if "reduce" in accepted:
+        if reduce is None:
+            raise ValueError(f"{spec.library}/{spec.variant} needs a reduce factor")
+        kwargs["reduce"] = reduce
+    if "threads" in accepted:
+        kwargs["threads"] = threads
+    return cls(**kwargs)
+
+
+def find_spec(library: str, variant: str) -> ReaderSpec:
+    for spec in READERS:
+        if (spec.library, spec.variant) == (library, variant):
+            return spec
+    raise KeyError(f"no reader {library}/{variant}")
 
 
 # Readers that posts use but that cannot run on a current stack: listed by `imgbench env`.

@@ -1,0 +1,259 @@
+"""Isolated venvs for libraries that cannot share the main one: pillow-simd and TensorFlow.
+
+pillow-simd installs as the ``PIL`` package and is silently replaced by any later install of a
+package that depends on ``pillow``; TensorFlow pins its own versions of shared dependencies.
+Each lives in ``<repo>/.venvs/NAME`` with imgbench installed editable and ``--no-deps`` (so the
+env runs this checkout's code) plus imgbench's core dependencies, minus what the env replaces.
+A build ends by verifying, in the env's own interpreter, that the library is the one we asked for;
+the benchmark rows verify it again in the measuring process (see ``imgbench.readers.cases``).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tomllib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from imgbench.paths import repo_root
+
+
+class EnvError(RuntimeError):
+    """An environment cannot be created or used; the message is one line for the CLI."""
+
+
+# Printed by each env's verification, parsed back: "key=value" lines.
+_VERIFY_PILLOW_SIMD = """
+import importlib.metadata as m, PIL
+from PIL import features
+simd = m.version("pillow-simd")
+try:
+    plain = m.version("pillow")
+except m.PackageNotFoundError:
+    plain = None
+print(f"PIL={PIL.__version__}")
+print(f"pillow-simd={simd}")
+print(f"pillow={plain}")
+print(f"jpeg={features.version('jpg')}")
+"""
+
+_VERIFY_TENSORFLOW = """
+import importlib.metadata as m, tensorflow as tf
+print(f"tensorflow={tf.__version__}")
+print(f"tensorflow-cpu={m.version('tensorflow-cpu')}")
+"""
+
+
+def simd_cflags() -> str:
+    """The widest SIMD flag this CPU runs: pillow-simd's AVX2 paths, else SSE4."""
+    try:
+        flags = Path("/proc/cpuinfo").read_text(errors="replace")
+    except OSError:
+        flags = ""
+    return "-mavx2" if re.search(r"\bavx2\b", flags) else "-msse4"
+
+
+def pillow_simd_problem(facts: dict[str, str]) -> str | None:
+    """Why the verified facts do not describe a real pillow-simd build, or None."""
+    simd, pil = facts.get("pillow-simd"), facts.get("PIL")
+    if not simd or simd == "None":
+        return "pillow-simd is not installed"
+    if facts.get("pillow") not in (None, "None"):
+        return f"plain pillow {facts['pillow']} is installed beside pillow-simd and shadows it"
+    if pil != simd:
+        return f"PIL.__version__ is {pil}, not the pillow-simd version {simd}"
+    if ".post" not in simd:
+        return f"PIL {pil} does not look like a SIMD build (pillow-simd versions end in .postN)"
+    return None
+
+
+def _tensorflow_problem(facts: dict[str, str]) -> str | None:
+    if not facts.get("tensorflow"):
+        return "tensorflow does not import"
+    return None
+
+
+@dataclass(frozen=True)
+class EnvSpec:
+    """How to build one environment; ``last`` is installed after everything else."""
+
+    name: str
+    drop: tuple[str, ...]  # core dependencies the env must not get (by distribution name)
+    last: tuple[str, ...]  # pip requirements installed at the end
+    verify_code: str
+    problem: Callable[[dict[str, str]], str | None]
+    pip_env: dict[str, str] = field(default_factory=dict)
+    pip_flags: tuple[str, ...] = ()
+    apt: tuple[str, ...] = ()
+
+
+ENVIRONMENTS: dict[str, EnvSpec] = {
+    "pillow-simd": EnvSpec(
+        name="pillow-simd",
+        drop=("pillow",),
+        last=("pillow-simd",),
+        verify_code=_VERIFY_PILLOW_SIMD,
+        problem=pillow_simd_problem,
+        pip_env={"CC": f"cc {simd_cflags()}"},
+        pip_flags=("--no-cache-dir", "--no-binary", "pillow-simd"),
+        apt=("libjpeg62-turbo-dev", "zlib1g-dev", "libpng-dev"),
+    ),
+    "tensorflow": EnvSpec(
+        name="tensorflow",
+        drop=(),
+        last=("tensorflow-cpu>=2.16",),
+        verify_code=_VERIFY_TENSORFLOW,
+        problem=_tensorflow_problem,
+    ),
+}
+
+
+def _spec(name: str) -> EnvSpec:
+    try:
+        return ENVIRONMENTS[name]
+    except KeyError:
+        known = ", ".join(ENVIRONMENTS)
+        raise EnvError(f"unknown environment {name!r}; known: {known}") from None
+
+
+def _root() -> Path:
+    root = repo_root()
+    if root is None:
+        raise EnvError("cannot find the imgbench checkout (a folder with pyproject.toml)")
+    return root
+
+
+def env_dir(name: str, root: Path | None = None) -> Path:
+    _spec(name)
+    return (root or _root()) / ".venvs" / name
+
+
+def _python_in(venv: Path) -> Path:
+    return venv / "bin" / "python"
+
+
+def python_for(name: str, root: Path | None = None) -> Path:
+    """The env's interpreter; EnvError saying how to create it when it is missing."""
+    python = _python_in(env_dir(name, root))
+    if not python.exists():
+        raise EnvError(
+            f"environment {name} does not exist ({python.parent.parent}): "
+            f"create it with `imgbench env create {name}`"
+        )
+    return python
+
+
+def _dist_name(requirement: str) -> str:
+    match = re.match(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)", requirement)
+    return (match.group(1) if match else requirement).lower().replace("_", "-")
+
+
+def core_requirements(pyproject: Path, drop: tuple[str, ...] = ()) -> list[str]:
+    """imgbench's core dependencies from pyproject.toml, without the ``drop`` distributions."""
+    try:
+        project = tomllib.loads(pyproject.read_text())["project"]
+    except (OSError, KeyError, tomllib.TOMLDecodeError) as exc:
+        raise EnvError(f"cannot read the dependencies of {pyproject}: {exc}") from None
+    dropped = {d.lower() for d in drop}
+    return [r for r in project.get("dependencies", []) if _dist_name(r) not in dropped]
+
+
+def parse_facts(output: str) -> dict[str, str]:
+    facts: dict[str, str] = {}
+    for line in output.splitlines():
+        key, sep, value = line.partition("=")
+        if sep:
+            facts[key.strip()] = value.strip()
+    return facts
+
+
+def _run(cmd: list[str], what: str, env: dict[str, str] | None = None) -> str:
+    proc = subprocess.run(
+        cmd, capture_output=True, text=True, env={**os.environ, **(env or {})}, check=False
+    )
+    if proc.returncode != 0:
+        tail = (proc.stderr or proc.stdout).strip().splitlines()
+        last = tail[-1] if tail else f"exit code {proc.returncode}"
+        raise EnvError(f"{what} failed: {last}")
+    return proc.stdout
+
+
+def verify_env(name: str, root: Path | None = None) -> dict[str, str]:
+    """Run the env's verification in its interpreter; EnvError when the library is not right."""
+    spec = _spec(name)
+    python = python_for(name, root)
+    facts = parse_facts(_run([str(python), "-c", spec.verify_code], f"verifying {name}"))
+    problem = spec.problem(facts)
+    if problem:
+        raise EnvError(
+            f"environment {name}: {problem}; rebuild it with `imgbench env create {name}`"
+        )
+    return facts
+
+
+def create_env(name: str, *, log: Callable[[str], None] | None = None) -> Path:
+    """Build (or rebuild) ``.venvs/NAME`` and verify it; returns the venv folder."""
+    spec = _spec(name)
+    root = _root()
+    venv = env_dir(name, root)
+    say = log or (lambda message: print(message, file=sys.stderr))
+    missing = [p for p in spec.apt if not _apt_installed(p)]
+    if missing:
+        say(f"warning: apt packages {' '.join(missing)} look missing; the build may fail")
+    if venv.exists():
+        shutil.rmtree(venv)
+    venv.parent.mkdir(parents=True, exist_ok=True)
+    base_python = getattr(sys, "_base_executable", None) or sys.executable
+    say(f"creating {venv}")
+    _run([base_python, "-m", "venv", str(venv)], f"python -m venv {venv}")
+    pip = [str(_python_in(venv)), "-m", "pip", "install", "--disable-pip-version-check", "-q"]
+    core = core_requirements(root / "pyproject.toml", spec.drop)
+    say(f"installing imgbench's core dependencies ({len(core)})")
+    _run([*pip, *core], f"pip install {' '.join(core)}")
+    say("installing imgbench (editable, --no-deps)")
+    _run([*pip, "--no-deps", "-e", str(root)], "pip install -e imgbench")
+    say(f"installing {' '.join(spec.last)} (this can take a minute or two)")
+    _run([*pip, *spec.pip_flags, *spec.last], f"pip install {' '.join(spec.last)}", spec.pip_env)
+    facts = verify_env(name, root)
+    say("verified: " + ", ".join(f"{k} {v}" for k, v in facts.items()))
+    return venv
+
+
+def _apt_installed(package: str) -> bool:
+    """dpkg's view; True when dpkg is absent (not Debian: nothing to say)."""
+    if shutil.which("dpkg-query") is None:
+        return True
+    proc = subprocess.run(
+        ["dpkg-query", "-W", "-f=${Status}", package], capture_output=True, text=True, check=False
+    )
+    return "install ok installed" in proc.stdout
+
+
+def current_environment() -> str:
+    """The name of the env this interpreter belongs to (``.venvs/NAME``), else ``main``."""
+    prefix = Path(sys.prefix)
+    return prefix.name if prefix.parent.name == ".venvs" and prefix.name in ENVIRONMENTS else "main"
+
+
+def pillow_simd_facts() -> dict[str, str]:
+    """What this process would measure as pillow-simd: PIL's version and the installed dists."""
+    from importlib import metadata
+
+    import PIL
+
+    def version(dist: str) -> str:
+        try:
+            return metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            return "None"
+
+    return {
+        "PIL": PIL.__version__,
+        "pillow-simd": version("pillow-simd"),
+        "pillow": version("pillow"),
+    }

@@ -1,0 +1,1 @@
+"""Native ceilings: the C libraries' own benchmark tools, run on the same images."""
