@@ -39,6 +39,17 @@ def _import_status(module: str) -> str | None:
     return None
 
 
+def _isolated_status(stage: str, library: str, dist: str | None, environment: str) -> LibraryStatus:
+    """A library that lives in its own venv is available when that venv exists."""
+    from imgbench.envs import EnvError, python_for
+
+    try:
+        python_for(environment)
+    except EnvError as exc:
+        return LibraryStatus(stage, library, dist, None, False, str(exc))
+    return LibraryStatus(stage, library, dist, f"in .venvs/{environment}", True, None)
+
+
 def library_statuses() -> list[LibraryStatus]:
     statuses: list[LibraryStatus] = []
     for stage, target in CATALOGS.items():
@@ -52,6 +63,10 @@ def library_statuses() -> list[LibraryStatus]:
             if spec.library in seen:
                 continue
             seen.add(spec.library)
+            environment = getattr(spec, "environment", "main")
+            if environment != "main":
+                statuses.append(_isolated_status(stage, spec.library, spec.dist, environment))
+                continue
             reason = next((r for m in spec.requires if (r := _import_status(m))), None)
             version = dist_version(spec.dist) if spec.dist else None
             statuses.append(

@@ -31,6 +31,8 @@ class Workload:
     # True when ``fn`` runs a tool that times itself (e.g. tjbench) and returns seconds per item;
     # those seconds, not the harness clock, become the samples.
     self_timed: bool = False
+    # set when the version worth recording is not a Python distribution's (e.g. tjbench's package)
+    library_version: str | None = None
 
     @property
     def images_per_round(self) -> int:

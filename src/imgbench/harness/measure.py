@@ -35,6 +35,7 @@ class Measurement:
     cache_method: str | None
     extra: dict[str, Any] = field(default_factory=dict)
     timer: str = "perf_counter"
+    library_version: str | None = None
 
     def metrics(self) -> dict[str, Any]:
         samples = np.asarray(self.samples_s, dtype=float)
@@ -148,4 +149,5 @@ def measure(
         cache_method=workload.cache_method,
         extra=dict(workload.extra),
         timer="reported by the tool" if workload.self_timed else "perf_counter",
+        library_version=workload.library_version,
     )

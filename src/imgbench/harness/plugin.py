@@ -282,6 +282,8 @@ def build_row(
         row.update(dataset_name=state.dataset_spec or state.profile.dataset)
     if measurement is not None:
         row.update(measurement.metrics())
+        if measurement.library_version:
+            row["library_version"] = measurement.library_version
         row.update(
             threads_opencv=measurement.threads.threads_opencv,
             threads_torch=measurement.threads.threads_torch,

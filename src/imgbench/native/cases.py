@@ -66,9 +66,9 @@ def prepare_tjbench(ctx: CaseContext, case: Case) -> Workload:
         megapixels_per_round=pixels / 1e6,
         cache_method="n/a: tjbench loads the file into memory before its timed loop",
         self_timed=True,
+        library_version=tjbench_version(),
         extra={
             "tool": exe,
-            "libjpeg_turbo_progs": tjbench_version(),
             "command": f"tjbench IMAGE -rgb -nowrite -stoponwarning -benchtime {BENCHTIME_S}"
             + (f" -scale 1/{reduce}" if reduce else ""),
             "verified_images": len(kept),

@@ -1,0 +1,461 @@
+"""The storage-format stage: a writer builds a format from a manifest, a reader opens it.
+
+Every format module has the same two parts:
+
+* ``write(out, records, plan)`` consumes a stream of :class:`Record` (memory flat in the dataset
+  size) and writes the format's files into ``out``, an empty folder;
+* ``Reader(path, meta)``: ``len()``, ``reader[i] -> (payload, label)`` (map-style random access),
+  ``iter(reader)`` (sequential, in index order, the way the format is meant to be streamed) and
+  ``close()``.
+
+The payload is the stored image bytes (``bytes``) or, for formats that store decoded pixels, a
+fixed-size HxWx3 uint8 array (``numpy.ndarray``, a copy: reading it really touches the data).
+Labels are ints: the index of the entry's class in the sorted class names, -1 when unlabelled.
+
+:func:`build_format` makes every build atomic: the writer runs in a temporary folder beside the
+target, every file is fsynced, a completion marker with the record count and a content hash is
+written last, and only then is the folder renamed to the target. A killed or disk-full writer
+leaves a ``.NAME.partial-*`` folder without a marker, which :func:`open_format` refuses and the
+next build removes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import importlib
+import io
+import json
+import os
+import shutil
+import sys
+import time
+import uuid
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, Literal
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from imgbench.datasets.manifest import ImageEntry
+
+Stores = Literal["bytes", "array"]
+Payload = bytes | np.ndarray
+
+# Formats that store decoded pixels keep them at this fixed size: the shorter side resized to it
+# (antialiased bilinear), then a centre crop, the way people pre-resize before training.
+ARRAY_SIZE = 256
+
+META_DIR = "_imgbench"  # imgbench's bookkeeping inside a format folder; not part of the format
+MARKER = "complete.json"
+KEYS = "keys.tsv"
+MARKER_VERSION = 1
+
+
+class FormatError(RuntimeError):
+    """A format folder cannot be used: incomplete, foreign, or inconsistent. One line, with path."""
+
+
+@dataclass(frozen=True)
+class Record:
+    """One image as a writer receives it: its position in the format, label and payload."""
+
+    index: int
+    key: str  # the source path, relative to the dataset root
+    label: int
+    payload: Payload
+    codec: str  # codec of the source file ("jpeg", "png", ...), e.g. for file extensions
+
+
+@dataclass(frozen=True)
+class WritePlan:
+    """What a writer may need to know before the first record arrives."""
+
+    count_hint: int  # upper bound on the number of records (some may be skipped)
+    stores: Stores
+    array_shape: tuple[int, int, int] | None = None  # per-record shape for array formats
+    mean_record_bytes: float = 0.0  # of the source files, for sizing shards and row groups
+
+
+@dataclass(frozen=True)
+class FormatMeta:
+    """What the completion marker says; given to every reader."""
+
+    name: str
+    count: int
+    classes: tuple[str, ...]
+    stores: Stores
+    array_shape: tuple[int, int, int] | None
+    payload_sha256: str
+    source_bytes: int
+    bytes_on_disk: int
+    skipped: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True)
+class FormatSpec:
+    """A registry entry: enough to list, skip or build a format without importing its library."""
+
+    name: str  # unique, also the folder name, e.g. "hdf5-vlen"
+    library: str  # the row's library column, e.g. "hdf5"
+    variant: str  # how the library is used, e.g. "vlen-bytes"
+    module: str  # module with ``write`` and ``Reader``, imported only when needed
+    requires: tuple[str, ...]  # importable modules
+    dist: str | None  # distribution whose version the rows record (None: part of Python)
+    stores: Stores = "bytes"
+    parallel_write: bool = False  # decode work that a process pool spreads over every core
+    note: str = ""
+    version_attr: str | None = None  # "module:attribute" for a version that is not a dist's
+
+    def load(self) -> ModuleType:
+        return importlib.import_module(self.module)
+
+    def version(self) -> str | None:
+        """The ``version_attr`` value (rows take ``dist``'s version when this is None)."""
+        if self.version_attr is None:
+            return None
+        module, attr = self.version_attr.split(":")
+        return str(getattr(importlib.import_module(module), attr))
+
+
+class BaseReader:
+    """Defaults for readers: sequential iteration through ``__getitem__``, and a context manager."""
+
+    def __init__(self, path: Path, meta: FormatMeta) -> None:
+        self.path = Path(path)
+        self.meta = meta
+
+    def __len__(self) -> int:
+        return self.meta.count
+
+    def __getitem__(self, index: int) -> tuple[Payload, int]:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def __iter__(self) -> Iterator[tuple[Payload, int]]:
+        for index in range(len(self)):
+            yield self[index]
+
+    def close(self) -> None:
+        """Release files and mappings (cold reads need them gone before evicting)."""
+
+    def __enter__(self) -> BaseReader:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def check_index(index: int, count: int) -> int:
+    if not -count <= index < count:
+        raise IndexError(f"record {index} out of range for {count} records")
+    return index % count
+
+
+@dataclass
+class BuildReport:
+    path: Path
+    meta: FormatMeta
+    seconds: float
+    skipped: list[tuple[str, str]] = field(default_factory=list)
+
+    @property
+    def size_ratio(self) -> float:
+        return self.meta.bytes_on_disk / self.meta.source_bytes if self.meta.source_bytes else 0.0
+
+
+# -- payloads ----------------------------------------------------------------------------------
+def fixed_array(data: bytes, size: int = ARRAY_SIZE) -> np.ndarray:
+    """Decode, resize the shorter side to ``size`` and centre-crop to ``size`` x ``size`` RGB."""
+    from PIL import Image
+
+    with Image.open(io.BytesIO(data)) as image:
+        image = image.convert("RGB")
+        w, h = image.size
+        scale = size / min(w, h)
+        nw, nh = max(size, round(w * scale)), max(size, round(h * scale))
+        image = image.resize((nw, nh), Image.Resampling.BILINEAR)
+        left, top = (nw - size) // 2, (nh - size) // 2
+        image = image.crop((left, top, left + size, top + size))
+        return np.ascontiguousarray(np.asarray(image, dtype=np.uint8))
+
+
+def class_names(entries: Sequence[ImageEntry]) -> tuple[str, ...]:
+    return tuple(sorted({e.label for e in entries if e.label is not None}))
+
+
+def payload_digest(payload: Payload) -> bytes:
+    data = payload if isinstance(payload, bytes) else np.ascontiguousarray(payload).tobytes()
+    return hashlib.sha256(data).digest()
+
+
+def _load_job(job: tuple[str, str, str, str, int]) -> tuple[str, Payload | None, str]:
+    """Read one source file (and decode it for array formats); never raises for a bad file.
+
+    Returns (path, payload, sha256 of the file) or (path, None, reason).
+    """
+    root, rel, expected_sha, stores, size = job
+    try:
+        data = (Path(root) / rel).read_bytes()
+    except OSError as exc:
+        return rel, None, f"unreadable: {exc.strerror or exc}"
+    digest = hashlib.sha256(data).hexdigest()
+    if expected_sha and digest != expected_sha:
+        return rel, None, "changed since the dataset was scanned (content hash differs)"
+    if stores == "bytes":
+        return rel, data, digest
+    try:
+        return rel, fixed_array(data, size), digest
+    except Exception as exc:  # a file that no longer decodes
+        return rel, None, f"cannot decode: {' '.join(str(exc).split())[:200]}"
+
+
+# -- building ------------------------------------------------------------------------------------
+def _partial_prefix(target: Path) -> str:
+    return f".{target.name}.partial-"
+
+
+def _remove_stale_partials(target: Path) -> None:
+    """Remove partial folders left by writers that were killed (their pid no longer runs)."""
+    for folder in target.parent.glob(_partial_prefix(target) + "*"):
+        pid_text = folder.name[len(_partial_prefix(target)) :].split("-")[0]
+        if pid_text.isdigit() and _pid_alive(int(pid_text)):
+            continue
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _pid_alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _fsync_tree(folder: Path) -> None:
+    for dirpath, _, filenames in os.walk(folder):
+        for name in filenames:
+            fd = os.open(Path(dirpath) / name, os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        _fsync_dir(Path(dirpath))
+
+
+def _fsync_dir(folder: Path) -> None:
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def format_files(path: Path) -> list[Path]:
+    """Every file of a built format (imgbench's bookkeeping excluded): what cold reads evict."""
+    files = []
+    for dirpath, dirnames, filenames in os.walk(path):
+        dirnames[:] = sorted(d for d in dirnames if d != META_DIR)
+        files.extend(Path(dirpath) / name for name in sorted(filenames))
+    return files
+
+
+def bytes_on_disk(path: Path) -> int:
+    """Allocated bytes of the format's files (st_blocks), so sparse files count what they use."""
+    return sum(f.stat().st_blocks * 512 for f in format_files(path))
+
+
+def build_format(
+    spec: FormatSpec,
+    root: Path,
+    entries: Sequence[ImageEntry],
+    target: Path,
+    *,
+    workers: int | None = None,
+    progress: bool | None = None,
+    array_size: int = ARRAY_SIZE,
+) -> BuildReport:
+    """Write ``entries`` (files under ``root``) as ``spec`` into ``target``, atomically."""
+    from tqdm import tqdm
+
+    from imgbench.datasets.parallel import cpu_count, imap
+
+    start = time.perf_counter()
+    target = Path(target)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    _remove_stale_partials(target)
+    module = spec.load()  # before making the folder: a library that fails to import leaves nothing
+    tmp = target.parent / f"{_partial_prefix(target)}{os.getpid()}-{uuid.uuid4().hex[:8]}"
+    tmp.mkdir()
+    classes = class_names(entries)
+    class_index = {name: i for i, name in enumerate(classes)}
+    shape = (array_size, array_size, 3) if spec.stores == "array" else None
+    plan = WritePlan(
+        count_hint=len(entries),
+        stores=spec.stores,
+        array_shape=shape,
+        mean_record_bytes=(sum(e.bytes for e in entries) / len(entries)) if entries else 0.0,
+    )
+    by_path = {e.path: e for e in entries}
+    skipped: list[tuple[str, str]] = []
+    content = hashlib.sha256()
+    totals = {"count": 0, "source_bytes": 0}
+    if progress is None:
+        progress = sys.stderr.isatty()
+    n_workers = (workers or cpu_count()) if spec.parallel_write else 1
+    jobs = ((str(root), e.path, e.sha256, spec.stores, array_size) for e in entries)
+
+    (tmp / META_DIR).mkdir()
+    keys_file = (tmp / META_DIR / KEYS).open("w", encoding="utf-8")
+
+    def records() -> Iterator[Record]:
+        bar = tqdm(total=len(entries), desc=f"write {spec.name}", unit="img", disable=not progress)
+        with bar:
+            for rel, payload, info in imap(_load_job, jobs, workers=n_workers, chunksize=4):
+                bar.update()
+                if payload is None:
+                    skipped.append((rel, info))
+                    continue
+                entry = by_path[rel]
+                label = class_index[entry.label] if entry.label is not None else -1
+                index = totals["count"]
+                content.update(payload_digest(payload))
+                content.update(label.to_bytes(8, "little", signed=True))
+                keys_file.write(f"{rel}\t{label}\n")
+                totals["count"] += 1
+                totals["source_bytes"] += entry.bytes
+                yield Record(index, rel, label, payload, entry.codec)
+
+    stream = records()
+    try:
+        with keys_file:
+            try:
+                module.write(tmp, stream, plan)
+            finally:
+                stream.close()  # stops the decode pool at once if the writer gave up
+        if totals["count"] == 0:
+            first = f" (e.g. {skipped[0][0]}: {skipped[0][1]})" if skipped else ""
+            raise FormatError(f"{spec.name}: no record could be written{first}")
+        _fsync_tree(tmp)
+        meta = FormatMeta(
+            name=spec.name,
+            count=totals["count"],
+            classes=classes,
+            stores=spec.stores,
+            array_shape=shape,
+            payload_sha256=content.hexdigest(),
+            source_bytes=totals["source_bytes"],
+            bytes_on_disk=bytes_on_disk(tmp),
+            skipped=tuple(skipped),
+        )
+        _write_marker(tmp / META_DIR / MARKER, meta)
+        _fsync_dir(tmp / META_DIR)
+        if target.exists():
+            shutil.rmtree(target)
+        tmp.rename(target)
+        _fsync_dir(target.parent)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return BuildReport(target, meta, time.perf_counter() - start, skipped)
+
+
+def _write_marker(path: Path, meta: FormatMeta) -> None:
+    doc = {
+        "imgbench_format": meta.name,
+        "marker_version": MARKER_VERSION,
+        "count": meta.count,
+        "classes": list(meta.classes),
+        "stores": meta.stores,
+        "array_shape": list(meta.array_shape) if meta.array_shape else None,
+        "payload_sha256": meta.payload_sha256,
+        "source_bytes": meta.source_bytes,
+        "bytes_on_disk": meta.bytes_on_disk,
+        "skipped": [list(s) for s in meta.skipped],
+        "created_utc": datetime.now(UTC).isoformat(),
+    }
+    with path.open("w", encoding="utf-8") as handle:
+        json.dump(doc, handle, indent=1)
+        handle.flush()
+        os.fsync(handle.fileno())
+
+
+def read_meta(path: Path) -> FormatMeta:
+    """The completion marker of a built format; FormatError when it is missing or unreadable."""
+    marker = Path(path) / META_DIR / MARKER
+    if not marker.is_file():
+        raise FormatError(f"{path}: not a complete imgbench format (no {META_DIR}/{MARKER})")
+    try:
+        doc = json.loads(marker.read_text(encoding="utf-8"))
+        return FormatMeta(
+            name=doc["imgbench_format"],
+            count=int(doc["count"]),
+            classes=tuple(doc["classes"]),
+            stores=doc["stores"],
+            array_shape=tuple(doc["array_shape"]) if doc["array_shape"] else None,  # type: ignore[arg-type]
+            payload_sha256=doc["payload_sha256"],
+            source_bytes=int(doc["source_bytes"]),
+            bytes_on_disk=int(doc["bytes_on_disk"]),
+            skipped=tuple((p, r) for p, r in doc.get("skipped", [])),
+        )
+    except (ValueError, KeyError, TypeError) as exc:
+        raise FormatError(f"{marker}: unreadable completion marker ({exc})") from None
+
+
+def open_format(spec: FormatSpec, path: Path) -> BaseReader:
+    """Open a complete format folder written by :func:`build_format` for ``spec``."""
+    meta = read_meta(path)
+    if meta.name != spec.name:
+        raise FormatError(f"{path}: holds format {meta.name!r}, not {spec.name!r}")
+    reader = spec.load().Reader(Path(path), meta)
+    if len(reader) != meta.count:
+        reader.close()
+        raise FormatError(f"{path}: {len(reader)} records, the marker says {meta.count}")
+    return reader
+
+
+def read_keys(path: Path) -> list[tuple[str, int]]:
+    """(source path, label) of every record, in record order."""
+    rows = []
+    with (Path(path) / META_DIR / KEYS).open(encoding="utf-8") as handle:
+        for line in handle:
+            rel, label = line.rstrip("\n").rsplit("\t", 1)
+            rows.append((rel, int(label)))
+    return rows
+
+
+def as_bytes(payload: Any) -> bytes:
+    """Normalise a library's byte-like return value to ``bytes``."""
+    if isinstance(payload, bytes):
+        return payload
+    if isinstance(payload, np.ndarray):
+        return payload.tobytes()
+    return bytes(payload)
+
+
+@contextlib.contextmanager
+def quiet_warnings(*categories: type[Warning]) -> Iterator[None]:
+    import warnings
+
+    with warnings.catch_warnings():
+        for category in categories or (Warning,):
+            warnings.simplefilter("ignore", category)
+        yield
+
+
+def batched(items: Iterable[Any], size: int) -> Iterator[list[Any]]:
+    batch: list[Any] = []
+    for item in items:
+        batch.append(item)
+        if len(batch) == size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch

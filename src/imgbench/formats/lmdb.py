@@ -1,0 +1,61 @@
+"""LMDB: one key per image (``%08d``), value = int32 label + the image bytes.
+
+Written in transactions of a few hundred records; read through a read-only environment opened
+with ``lock=False`` (the usual way for training data); iteration walks a cursor in key order.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+
+import lmdb
+
+from imgbench.formats.base import BaseReader, FormatMeta, Record, WritePlan, batched, check_index
+
+MAP_SIZE = 1 << 40  # address space only: the file grows as data is written
+TXN_RECORDS = 256
+_LABEL = struct.Struct("<i")
+
+
+def _key(index: int) -> bytes:
+    return b"%08d" % index
+
+
+def write(out: Path, records: Iterable[Record], plan: WritePlan) -> None:
+    env = lmdb.open(str(out / "data"), map_size=MAP_SIZE, subdir=True, sync=False, lock=True)
+    try:
+        for batch in batched(records, TXN_RECORDS):
+            with env.begin(write=True) as txn:
+                for record in batch:
+                    txn.put(_key(record.index), _LABEL.pack(record.label) + record.payload)  # type: ignore[operator]
+        env.sync(True)
+    finally:
+        env.close()
+
+
+class Reader(BaseReader):
+    def __init__(self, path: Path, meta: FormatMeta) -> None:
+        super().__init__(path, meta)
+        self._env = lmdb.open(
+            str(self.path / "data"), readonly=True, lock=False, subdir=True, meminit=False
+        )
+        self._txn = self._env.begin(buffers=True)
+        self._count = self._env.stat()["entries"]
+
+    def __len__(self) -> int:
+        return self._count
+
+    def __getitem__(self, index: int) -> tuple[bytes, int]:
+        value = self._txn.get(_key(check_index(index, self._count)))
+        return bytes(value[4:]), _LABEL.unpack_from(value)[0]
+
+    def __iter__(self) -> Iterator[tuple[bytes, int]]:
+        with self._env.begin(buffers=True) as txn:
+            for _, value in txn.cursor():
+                yield bytes(value[4:]), _LABEL.unpack_from(value)[0]
+
+    def close(self) -> None:
+        self._txn.abort()
+        self._env.close()

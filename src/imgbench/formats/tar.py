@@ -1,0 +1,76 @@
+"""Tar shards written and streamed with WebDataset; a sidecar index gives map-style access.
+
+WebDataset itself is sequential: ``wds.WebDataset(shards)`` yields samples in shard order. For
+random access the writer also records each image member's shard, offset and size (what
+``wids`` builds on the fly), so ``reader[i]`` is one seek and one read.
+"""
+
+from __future__ import annotations
+
+import tarfile
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+
+import numpy as np
+
+from imgbench.formats.base import BaseReader, FormatMeta, Record, WritePlan, check_index
+from imgbench.formats.folder import EXTENSIONS
+
+SHARD_BYTES = 256 * 1024 * 1024
+SHARD_COUNT = 10_000
+PATTERN = "shard-%06d.tar"
+
+
+def write(out: Path, records: Iterable[Record], plan: WritePlan) -> None:
+    import webdataset as wds
+
+    labels: list[int] = []
+    with wds.ShardWriter(
+        str(out / PATTERN), maxcount=SHARD_COUNT, maxsize=SHARD_BYTES, verbose=0
+    ) as sink:
+        for record in records:
+            ext = EXTENSIONS.get(record.codec, ".img").lstrip(".")
+            sink.write({"__key__": f"{record.index:08d}", ext: record.payload, "cls": record.label})
+            labels.append(record.label)
+    rows = []
+    for shard, path in enumerate(sorted(out.glob("shard-*.tar"))):
+        with tarfile.open(path) as archive:
+            for member in archive:
+                if not member.name.endswith(".cls"):
+                    rows.append((shard, member.offset_data, member.size))
+    np.save(out / "index.npy", np.asarray(rows, dtype=np.int64).reshape(-1, 3))
+    np.save(out / "labels.npy", np.asarray(labels, dtype=np.int32))
+
+
+class Reader(BaseReader):
+    def __init__(self, path: Path, meta: FormatMeta) -> None:
+        super().__init__(path, meta)
+        self._shards = [str(p) for p in sorted(self.path.glob("shard-*.tar"))]
+        self._index = np.load(self.path / "index.npy")
+        self._labels = np.load(self.path / "labels.npy")
+        self._handles: dict[int, object] = {}
+
+    def __len__(self) -> int:
+        return len(self._index)
+
+    def __getitem__(self, index: int) -> tuple[bytes, int]:
+        index = check_index(index, len(self._index))
+        shard, offset, size = (int(v) for v in self._index[index])
+        handle = self._handles.get(shard)
+        if handle is None:
+            handle = self._handles[shard] = open(self._shards[shard], "rb")  # noqa: SIM115
+        handle.seek(offset)  # type: ignore[attr-defined]
+        return handle.read(size), int(self._labels[index])  # type: ignore[attr-defined]
+
+    def __iter__(self) -> Iterator[tuple[bytes, int]]:
+        import webdataset as wds
+
+        dataset = wds.WebDataset(self._shards, shardshuffle=False, empty_check=False)
+        for sample in dataset:
+            ext = next(k for k in sample if not k.startswith("__") and k != "cls")
+            yield sample[ext], int(sample["cls"])
+
+    def close(self) -> None:
+        for handle in self._handles.values():
+            handle.close()  # type: ignore[attr-defined]
+        self._handles.clear()

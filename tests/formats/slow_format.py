@@ -1,0 +1,24 @@
+"""A real format (LMDB) whose writer pauses after each record, so a test can kill it mid-write."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+
+from imgbench.formats import lmdb as real
+from imgbench.formats.base import FormatSpec, Record, WritePlan
+
+Reader = real.Reader
+
+SPEC = FormatSpec("lmdb", "lmdb", "key-per-image", __name__, ("lmdb",), "lmdb")
+
+
+def write(out: Path, records: Iterable[Record], plan: WritePlan) -> None:
+    def slow() -> Iterator[Record]:
+        for record in records:
+            yield record
+            (out / "progress").write_text(str(record.index))
+            time.sleep(0.2)
+
+    real.write(out, slow(), plan)
