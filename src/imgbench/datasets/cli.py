@@ -1,0 +1,148 @@
+"""`imgbench dataset ...`: generate, scan, sample and build datasets."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from .manifest import DatasetError
+
+dataset_app = typer.Typer(
+    help="Generate, scan and build the datasets benchmarks run on.", no_args_is_help=True
+)
+console = Console()
+err = Console(stderr=True)
+
+
+def _fail(exc: Exception) -> typer.Exit:
+    err.print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
+    return typer.Exit(2)
+
+
+@dataset_app.command()
+def synth(
+    out: Annotated[Path, typer.Option(help="folder to write (ImageFolder layout + labels.csv)")],
+    n: Annotated[int, typer.Option(help="number of images")],
+    size: Annotated[str | None, typer.Option(help="fixed size WxH, e.g. 500x375")] = None,
+    sizes: Annotated[str | None, typer.Option(help="'imagenet': ImageNet-like sizes")] = None,
+    codec: Annotated[str, typer.Option(help="jpeg | png | webp | bmp | tiff")] = "jpeg",
+    quality: Annotated[int, typer.Option(help="JPEG/WebP quality")] = 90,
+    subsampling: Annotated[str, typer.Option(help="444 | 422 | 420 (JPEG)")] = "420",
+    classes: Annotated[int, typer.Option(help="class folders")] = 10,
+    seed: Annotated[int, typer.Option(help="same seed and options, same bytes")] = 0,
+    workers: Annotated[int | None, typer.Option(help="processes (default: every core)")] = None,
+) -> None:
+    """Photo-like synthetic images, deterministic, on every core."""
+    from . import synth as generator
+
+    if size is None and sizes is None:
+        size = "500x375"
+    try:
+        fixed = generator.parse_size(size) if size else None
+        start = time.perf_counter()
+        generator.generate(
+            out,
+            n,
+            size=fixed,
+            sizes=sizes,
+            codec=codec,
+            quality=quality,
+            subsampling=subsampling,
+            classes=classes,
+            seed=seed,
+            workers=workers,
+        )
+    except (ValueError, OSError) as exc:
+        raise _fail(exc) from None
+    seconds = time.perf_counter() - start
+    console.print(f"{n} images in {out} ({n / seconds:,.0f} images/s)", highlight=False)
+
+
+@dataset_app.command()
+def scan(
+    path: Annotated[Path, typer.Argument(help="a folder of images (recursive)")],
+    manifest: Annotated[Path | None, typer.Option(help="write the manifest parquet here")] = None,
+    workers: Annotated[int | None, typer.Option(help="processes (default: every core)")] = None,
+) -> None:
+    """Manifest and summary of any image folder; files it cannot use are listed with the reason."""
+    from .scan import scan as scan_folder
+
+    try:
+        result = scan_folder(path, workers=workers, progress=True)
+    except DatasetError as exc:
+        raise _fail(exc) from None
+    summary = result.summary()
+    table = Table("", "", show_header=False)
+    table.add_row("root", str(result.root))
+    table.add_row("fingerprint", result.fingerprint)
+    table.add_row("images", f"{summary['count']:,}")
+    table.add_row("total size", f"{summary['total_bytes'] / 1e6:,.1f} MB")
+    table.add_row("codecs", ", ".join(f"{k}: {v}" for k, v in summary["codecs"].items()))
+    table.add_row("modes", ", ".join(f"{k}: {v}" for k, v in summary["modes"].items()))
+    for key in ("width", "height", "megapixels"):
+        stats = summary.get(key)
+        if stats:
+            table.add_row(
+                f"{key} p5/p50/p95",
+                " / ".join(
+                    f"{stats[p]:,.2f}" if key == "megapixels" else f"{stats[p]:,.0f}"
+                    for p in ("p5", "p50", "p95")
+                ),
+            )
+    table.add_row("excluded files", str(len(result.bad)))
+    console.print(table)
+    for bad in result.bad:
+        console.print(f"[yellow]excluded[/] {bad.path}: {bad.reason}", highlight=False)
+    if manifest is not None:
+        result.to_parquet(manifest)
+        console.print(f"manifest: {manifest}", highlight=False)
+
+
+@dataset_app.command()
+def sample(
+    out: Annotated[Path, typer.Option(help="folder to write the real photos to")],
+) -> None:
+    """Real photos that ship inside installed packages, re-encoded; works offline."""
+    from . import sample as real_sample
+
+    try:
+        real_sample.build(out)
+    except (ImportError, OSError) as exc:
+        raise _fail(exc) from None
+    count = sum(1 for p in out.rglob("*") if p.is_file())
+    console.print(f"{count} real photos in {out}", highlight=False)
+
+
+@dataset_app.command("list")
+def list_recipes() -> None:
+    """The dataset recipes in datasets/, and whether each is built."""
+    from . import recipes
+
+    table = Table("recipe", "kind", "built", "description")
+    try:
+        for name in recipes.names():
+            recipe = recipes.get(name)
+            built = (recipes.cache_dir() / f"{name}-{recipe.digest}").is_dir()
+            table.add_row(name, recipe.kind, "yes" if built else "", recipe.description)
+    except DatasetError as exc:
+        raise _fail(exc) from None
+    console.print(table)
+
+
+@dataset_app.command()
+def build(
+    name: Annotated[str, typer.Argument(help="a recipe name from datasets/")],
+) -> None:
+    """Build a recipe into the cache (nothing to do when it is already built)."""
+    from . import recipes
+
+    try:
+        path = recipes.materialize(name)
+    except DatasetError as exc:
+        raise _fail(exc) from None
+    console.print(f"{name}: {path}", highlight=False)

@@ -1,0 +1,190 @@
+"""The manifest: what a dataset contains, file by file, and the fingerprint that names it.
+
+Every benchmark number depends on the images it was measured on, so the harness records the
+manifest's fingerprint on each result row; two runs are only comparable when it matches.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import tempfile
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+MANIFEST_VERSION = "1"
+
+CODECS = ("jpeg", "png", "webp", "bmp", "tiff")
+
+
+class DatasetError(Exception):
+    """A dataset cannot be used at all (missing path, empty folder, no images).
+
+    The message is one line naming the path and the problem; CLIs print it without a traceback.
+    """
+
+
+@dataclass(frozen=True)
+class ImageEntry:
+    """One usable image; ``path`` is POSIX and relative to the dataset root."""
+
+    path: str
+    bytes: int
+    codec: str
+    width: int
+    height: int
+    mode: str
+    label: str | None
+    sha256: str
+
+    @property
+    def megapixels(self) -> float:
+        return self.width * self.height / 1e6
+
+
+@dataclass(frozen=True)
+class BadFile:
+    """A file left out of the dataset, with one line saying why."""
+
+    path: str
+    reason: str
+
+
+_SCHEMA = pa.schema(
+    [
+        ("path", pa.string()),
+        ("bytes", pa.int64()),
+        ("codec", pa.string()),
+        ("width", pa.int32()),
+        ("height", pa.int32()),
+        ("mode", pa.string()),
+        ("label", pa.string()),
+        ("sha256", pa.string()),
+        ("reason", pa.string()),  # null for usable entries
+    ]
+)
+
+
+def _percentiles(values: list[float]) -> dict[str, float]:
+    if not values:
+        return {"p5": float("nan"), "p50": float("nan"), "p95": float("nan")}
+    p5, p50, p95 = np.percentile(np.asarray(values, dtype=float), [5, 50, 95])
+    return {"p5": float(p5), "p50": float(p50), "p95": float(p95)}
+
+
+@dataclass
+class Manifest:
+    """Usable entries (sorted by path) and excluded files of one dataset root."""
+
+    root: Path
+    entries: list[ImageEntry]
+    bad: list[BadFile] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.root = Path(self.root)
+        self.entries = sorted(self.entries, key=lambda e: e.path)
+        self.bad = sorted(self.bad, key=lambda b: b.path)
+
+    @property
+    def fingerprint(self) -> str:
+        """16 hex chars of sha256 over sorted (path, bytes, sha256): same files, same name."""
+        h = hashlib.sha256()
+        for e in self.entries:
+            h.update(f"{e.path}\t{e.bytes}\t{e.sha256}\n".encode())
+        return h.hexdigest()[:16]
+
+    def summary(self) -> dict:
+        """Counts, sizes, codecs and resolution percentiles, for printing and for result rows."""
+        es = self.entries
+        return {
+            "root": str(self.root),
+            "fingerprint": self.fingerprint,
+            "count": len(es),
+            "total_bytes": int(sum(e.bytes for e in es)),
+            "codecs": dict(sorted(Counter(e.codec for e in es).items())),
+            "modes": dict(sorted(Counter(e.mode for e in es).items())),
+            "n_labels": len({e.label for e in es if e.label is not None}),
+            "width": _percentiles([e.width for e in es]),
+            "height": _percentiles([e.height for e in es]),
+            "megapixels": _percentiles([e.megapixels for e in es]),
+            "mean_megapixels": float(np.mean([e.megapixels for e in es])) if es else 0.0,
+            "n_bad": len(self.bad),
+        }
+
+    # -- parquet -------------------------------------------------------------------------
+    def _table(self, extra: dict[str, list] | None = None) -> pa.Table:
+        rows = [
+            (e.path, e.bytes, e.codec, e.width, e.height, e.mode, e.label, e.sha256, None)
+            for e in self.entries
+        ] + [(b.path, None, None, None, None, None, None, None, b.reason) for b in self.bad]
+        cols = list(zip(*rows, strict=True)) if rows else [[] for _ in _SCHEMA.names]
+        arrays = [pa.array(list(c), type=f.type) for c, f in zip(cols, _SCHEMA, strict=True)]
+        table = pa.Table.from_arrays(arrays, schema=_SCHEMA)
+        for name, values in (extra or {}).items():
+            table = table.append_column(name, pa.array(values, type=pa.int64()))
+        meta = {
+            b"imgbench.manifest_version": MANIFEST_VERSION.encode(),
+            b"imgbench.root": str(self.root).encode(),
+            b"imgbench.fingerprint": self.fingerprint.encode(),
+        }
+        return table.replace_schema_metadata(meta)
+
+    def to_parquet(self, path: Path, *, _extra: dict[str, list] | None = None) -> None:
+        """Write atomically: a temp file in the same folder, then ``os.replace``."""
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        os.close(fd)
+        try:
+            pq.write_table(self._table(_extra), tmp)
+            os.replace(tmp, path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+
+    @classmethod
+    def from_parquet(cls, path: Path) -> Manifest:
+        m, _ = _read(Path(path))
+        return m
+
+
+def _read(path: Path) -> tuple[Manifest, dict[str, dict[str, int]]]:
+    """Read a manifest parquet, plus any extra columns as {column: {path: value}} (cache mtimes)."""
+    try:
+        table = pq.read_table(path)
+    except (OSError, pa.ArrowException) as exc:
+        raise DatasetError(f"cannot read manifest {path}: {exc}") from None
+    meta = table.schema.metadata or {}
+    missing = [n for n in _SCHEMA.names if n not in table.column_names]
+    if b"imgbench.manifest_version" not in meta or missing:
+        raise DatasetError(f"not an imgbench manifest: {path}")
+    root = Path(meta.get(b"imgbench.root", str(path.parent).encode()).decode())
+    d = table.to_pydict()
+    entries, bad = [], []
+    for i, p in enumerate(d["path"]):
+        if d["reason"][i] is not None:
+            bad.append(BadFile(p, d["reason"][i]))
+        else:
+            entries.append(
+                ImageEntry(
+                    p,
+                    int(d["bytes"][i]),
+                    d["codec"][i],
+                    int(d["width"][i]),
+                    int(d["height"][i]),
+                    d["mode"][i],
+                    d["label"][i],
+                    d["sha256"][i],
+                )
+            )
+    extra = {
+        n: dict(zip(d["path"], d[n], strict=True))
+        for n in table.column_names
+        if n not in _SCHEMA.names
+    }
+    return Manifest(root, entries, bad), extra
