@@ -15,9 +15,6 @@ BENCH = Path(__file__).resolve().parents[2] / "benches" / "bench_augment.py"
 
 @pytest.fixture(scope="module")
 def frame(tmp_path_factory: pytest.TempPathFactory, tiny_dataset: Path) -> pd.DataFrame:
-    datasets = pytest.importorskip("imgbench.datasets")
-    if not hasattr(datasets, "load_dataset"):
-        pytest.skip("imgbench.datasets.load_dataset is not built yet (datasets issue)")
     out = tmp_path_factory.mktemp("augment-run")
     common = [str(BENCH), f"--dataset={tiny_dataset}", f"--imgbench-results={out / 'results'}"]
     quick = run_pytest([*common, "--imgbench-profile=quick", "--imgbench-rounds=2"], cwd=out)

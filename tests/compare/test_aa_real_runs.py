@@ -19,19 +19,6 @@ from imgbench.cli import app
 BENCHES = Path(__file__).resolve().parents[2] / "benches"
 
 
-def _datasets_ready() -> bool:
-    try:
-        from imgbench.datasets import load_dataset  # noqa: F401
-    except ImportError:
-        return False
-    return True
-
-
-pytestmark = pytest.mark.skipif(
-    not _datasets_ready(), reason="imgbench.datasets.load_dataset is not available yet"
-)
-
-
 @pytest.fixture(scope="module")
 def two_runs(tmp_path_factory: pytest.TempPathFactory, tiny_dataset: Path) -> dict[str, Path]:
     out = tmp_path_factory.mktemp("aa")

@@ -15,7 +15,6 @@ import pytest
 from typer.testing import CliRunner
 
 from imgbench.cli import app
-from tests.compare.test_aa_real_runs import _datasets_ready
 
 ROOT = Path(__file__).resolve().parents[2]
 SLOW = "        _end = __import__('time').perf_counter() + 0.002\n        while __import__('time').perf_counter() < _end:\n            pass\n"
@@ -49,9 +48,6 @@ def repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return repo
 
 
-@pytest.mark.skipif(
-    not _datasets_ready(), reason="imgbench.datasets.load_dataset is not available yet"
-)
 def test_ci_finds_the_slowed_reader(repo: Path, tiny_dataset: Path, tmp_path: Path) -> None:
     result = CliRunner().invoke(
         app,

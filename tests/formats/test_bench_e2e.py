@@ -25,8 +25,6 @@ def _run(out: Path, dataset: Path, *args: str) -> pd.DataFrame:
         proc = run_pytest(
             [
                 str(BENCH),
-                "-p",
-                "tests.formats.dataset_shim",  # a no-op once imgbench.datasets has load_dataset
                 f"--dataset={dataset}",
                 f"--imgbench-results={out / 'results'}",
                 "--imgbench-rounds=2",

@@ -47,10 +47,6 @@ def test_verify_reader_reports_pass_and_per_file_errors() -> None:
 
 
 def test_cli_verify_readers_on_a_folder(tmp_path: Path) -> None:
-    try:
-        from imgbench.datasets import load_dataset  # noqa: F401
-    except ImportError:
-        pytest.skip("imgbench.datasets.load_dataset is not built yet (datasets issue)")
     from typer.testing import CliRunner
 
     from imgbench.cli import app

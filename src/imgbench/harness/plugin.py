@@ -310,6 +310,17 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
         counts[row["status"]] = counts.get(row["status"], 0) + 1
     summary = ", ".join(f"{n} {status}" for status, n in sorted(counts.items()))
     terminalreporter.write_sep("-", "imgbench")
+    if state._context is not None:
+        ds = state._context.dataset
+        bad = ds.manifest.bad
+        terminalreporter.write_line(
+            f"dataset {ds.name} ({ds.fingerprint}): {ds.n_images} images, {ds.codec}, "
+            f"{ds.mean_megapixels:.2f} MP mean; {len(bad)} files excluded"
+        )
+        for entry in bad[:10]:
+            terminalreporter.write_line(f"  excluded {entry.path}: {entry.reason}")
+        if len(bad) > 10:
+            terminalreporter.write_line(f"  ... and {len(bad) - 10} more (imgbench dataset scan)")
     terminalreporter.write_line(f"imgbench results ({summary}): {state.results_path}")
     skipped = [r for r in state.rows if r["status"] == "skipped"]
     reasons: dict[str, int] = {}
