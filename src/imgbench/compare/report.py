@@ -6,11 +6,8 @@ threshold alone, names the regressed cases first, and ends with the geometric me
 
 from __future__ import annotations
 
-import contextlib
 import json
 import math
-import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +16,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from imgbench.atomic import atomic_file
 from imgbench.compare.stats import (
     IMPROVED,
     METHOD_THRESHOLD,
@@ -283,19 +281,9 @@ def to_json(result: ComparisonResult, labels: tuple[str, str] = ("baseline", "ca
 
 
 def write_text_atomic(path: Path, text: str) -> None:
-    """Temp file in the same folder, fsync, rename: a reader never sees half a report."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        Path(tmp).replace(path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            Path(tmp).unlink()
-        raise
+    """A reader never sees half a report."""
+    with atomic_file(path, "w", encoding="utf-8") as handle:
+        handle.write(text)
 
 
 def write_reports(

@@ -7,8 +7,6 @@ manifest's fingerprint on each result row; two runs are only comparable when it 
 from __future__ import annotations
 
 import hashlib
-import os
-import tempfile
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,6 +14,8 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
+
+from imgbench.atomic import atomic_file
 
 MANIFEST_VERSION = "1"
 
@@ -135,17 +135,9 @@ class Manifest:
         return table.replace_schema_metadata(meta)
 
     def to_parquet(self, path: Path, *, _extra: dict[str, list] | None = None) -> None:
-        """Write atomically: a temp file in the same folder, then ``os.replace``."""
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-        os.close(fd)
-        try:
-            pq.write_table(self._table(_extra), tmp)
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        """Write atomically (``imgbench.atomic``): never half a manifest."""
+        with atomic_file(Path(path)) as handle:
+            pq.write_table(self._table(_extra), handle)
 
     @classmethod
     def from_parquet(cls, path: Path) -> Manifest:

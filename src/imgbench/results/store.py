@@ -1,15 +1,11 @@
 """Parquet files of results: one per run, written atomically, read with old schemas migrated.
 
-Every write goes to a temporary file in the same folder, is fsynced, then renamed over the
-target, so a reader (or a crash) never sees half a file: after a kill the previous complete
-version stays in place.
+Every write is atomic (``imgbench.atomic``): after a kill the previous complete version stays in
+place, and a reader never sees half a file.
 """
 
 from __future__ import annotations
 
-import contextlib
-import os
-import tempfile
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,35 +14,20 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from imgbench.atomic import atomic_file
 from imgbench.results.schema import COLUMNS, SCHEMA, SCHEMA_VERSION, to_table
 
 DEFAULT_RESULTS_DIR = Path("results")
 
 
 def atomic_write_table(table: pa.Table, path: Path, metadata: dict[str, str] | None = None) -> None:
-    """Write ``table`` to ``path`` as parquet via temp file + fsync + rename."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+    """Write ``table`` to ``path`` as parquet, atomically (see ``imgbench.atomic``)."""
     if metadata:
         merged = dict(table.schema.metadata or {})
         merged.update({k.encode(): v.encode() for k, v in metadata.items()})
         table = table.replace_schema_metadata(merged)
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            pq.write_table(table, handle, compression="zstd")
-            handle.flush()
-            os.fsync(handle.fileno())
-        Path(tmp_name).replace(path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            Path(tmp_name).unlink()
-        raise
-    with contextlib.suppress(OSError):
-        dir_fd = os.open(path.parent, os.O_RDONLY)
-        try:
-            os.fsync(dir_fd)
-        finally:
-            os.close(dir_fd)
+    with atomic_file(path) as handle:
+        pq.write_table(table, handle, compression="zstd")
 
 
 def write_rows(rows: list[dict[str, object]], path: Path) -> None:
