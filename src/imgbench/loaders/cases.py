@@ -1,0 +1,309 @@
+"""Loader cases: loader x workers x pipeline, the knobs of the DataLoader, AU, and memory.
+
+One timed item is one batch pulled from the loader (``images_per_item = batch_size``); a round is
+``batches_per_round`` batches; the harness's warm-up rounds are the warm-up batches. Every
+process computes on one thread (``threads=1``): parallelism comes from the loader's workers, and
+0 workers is the single-core baseline the speed-up is measured against.
+
+What each profile runs (``plan_for``): ``quick`` = DataLoader with 0 and 2 workers and the
+thread pool, tiny; ``default`` = the worker sweep 0..2 x cores, start methods, persistent and
+prefetch knobs, the other pipelines, every other loader, Ray Data, the copy-on-access memory
+experiment, and AU under an emulated training step (about 6 minutes on 2 cores); ``full`` =
+more of each.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from imgbench.harness.case import Case, Workload
+from imgbench.harness.context import CaseContext
+from imgbench.loaders.pipeline import FILES, NO_AUGMENT, PipelineConfig
+from imgbench.loaders.registry import LoaderSpec, get_loader
+from imgbench.profiles import Profile
+
+DEFAULT_PIPELINE = PipelineConfig()
+TORCH_WORKER_LOADERS = ("torch-dataloader", "sharded-iterable")  # take start_method & co.
+OUTPUT_SIDE = 224  # the augment stage's train recipe ends in 3 x 224 x 224
+
+
+@dataclass(frozen=True)
+class Plan:
+    batch_size: int
+    batches_per_round: int
+    worker_sweep: tuple[int, ...]
+    thread_sweep: tuple[int, ...]
+    extra_pipelines: tuple[PipelineConfig, ...]
+    start_methods: tuple[str, ...]
+    knobs: bool  # persistent_workers off, prefetch_factor 4, pin_memory
+    other_loaders: bool  # queue feeder, prefetch_generator, sharded iterable, Ray, tf.data, Keras
+    au_accelerators: tuple[int, ...]  # emulated accelerator speeds, images/s
+    cow_workers: tuple[int, ...]
+    cow_entries: int
+
+
+def plan_for(profile: Profile) -> Plan:
+    cores = os.cpu_count() or 2
+    sweep = tuple(sorted({0, 1, 2, cores + 1, *range(4, 2 * cores + 1, 2), 2 * cores}))
+    if profile.name == "quick":
+        return Plan(8, 2, (0, 2), (2,), (), (), False, False, (), (), 0)
+    pipelines = (
+        PipelineConfig(augment="torchvision/v2-tensor"),
+        PipelineConfig(augment=NO_AUGMENT),  # decode only: big arrays cross processes
+        PipelineConfig(format="lmdb"),
+        PipelineConfig(decoder="pillow/open-convert"),
+    )
+    if profile.name == "full":
+        return Plan(
+            32, 4, sweep, (1, 2, 4, 2 * cores), pipelines, ("fork", "spawn", "forkserver"),
+            True, True, (50, 100, 200, 400), (0, 1, 2, 3, 4), 2_000_000,
+        )  # fmt: skip
+    return Plan(
+        32, 2, sweep, (2, 4), pipelines, ("fork", "spawn", "forkserver"),
+        True, True, (100, 200), (0, 2, 4), 1_000_000,
+    )  # fmt: skip
+
+
+def loader_cases(profile: Profile) -> list[Case]:
+    plan = plan_for(profile)
+    dl = functools.partial(loader_case, "torch-dataloader", plan=plan)
+    cases = [dl(w) for w in plan.worker_sweep]
+    cases += [loader_case("threadpool", t, plan=plan) for t in plan.thread_sweep]
+    for method in plan.start_methods:
+        if method != "fork":
+            cases.append(dl(2, start_method=method))
+    if plan.knobs:
+        cases += [
+            dl(2, persistent_workers=False),
+            dl(2, prefetch_factor=4),
+            dl(2, pin_memory=True),
+        ]
+    for config in plan.extra_pipelines:
+        cases += [dl(0, config=config), dl(2, config=config)]
+    if plan.other_loaders:
+        cases += [
+            loader_case("queue-feeder", 2, plan=plan),
+            loader_case("prefetch-generator", 1, plan=plan),
+            loader_case("sharded-iterable", 0, plan=plan),
+            loader_case("sharded-iterable", 2, plan=plan),
+            loader_case("ray-data", 2, plan=plan),
+            *tensorflow_cases(plan),
+        ]
+    for speed in plan.au_accelerators:
+        cases += [dl(0, accelerator=speed), dl(2, accelerator=speed)]
+    if plan.cow_workers:
+        from imgbench.loaders.cow import cow_cases
+
+        cases += cow_cases(plan.cow_workers, plan.cow_entries)
+    return cases
+
+
+def tensorflow_cases(plan: Plan) -> list[Case]:
+    """tf.data and Keras run in the tensorflow environment; the main one skips them with why."""
+    return [
+        loader_case("tf-data", 0, plan=plan, config=PipelineConfig(decoder="tensorflow/decode-jpeg", augment="tensorflow")),
+        loader_case("keras-pydataset", 2, plan=plan, config=PipelineConfig(decoder="pillow/open-convert", augment="pillow/pil")),
+    ]  # fmt: skip
+
+
+def loader_case(
+    library: str,
+    workers: int,
+    *,
+    plan: Plan,
+    config: PipelineConfig = DEFAULT_PIPELINE,
+    start_method: str | None = None,
+    persistent_workers: bool | None = None,
+    prefetch_factor: int | None = None,
+    pin_memory: bool | None = None,
+    accelerator: int | None = None,
+    compute_kind: str = "sleep",
+    prepare: Callable[[CaseContext, Case], Workload] | None = None,
+    batch_size: int | None = None,
+    batch_timeout_s: float | None = None,
+) -> Case:
+    spec = get_loader(library)
+    processes = library in TORCH_WORKER_LOADERS and workers > 0
+    params: dict[str, Any] = {
+        "workers": workers,
+        "batch_size": batch_size or plan.batch_size,
+        "batches_per_round": plan.batches_per_round,
+        "threads": 1,
+        "format": config.format,
+        "decoder": config.decoder,
+        "pipeline": config.augment
+        if config.augment == NO_AUGMENT
+        else f"{config.augment}:{config.recipe}",
+        "prefetch_factor": prefetch_factor or (2 if workers > 0 or not spec.processes else None),
+    }
+    if processes:
+        params["start_method"] = start_method or "fork"
+        params["persistent_workers"] = True if persistent_workers is None else persistent_workers
+        params["pin_memory"] = bool(pin_memory)
+    if accelerator is not None:
+        params["accelerator_images_per_s"] = accelerator
+        params["compute_kind"] = compute_kind
+    if batch_timeout_s is not None:
+        params["batch_timeout_s"] = batch_timeout_s
+    return Case(
+        stage="loader",
+        library=library,
+        variant=variant_name(config, params),
+        prepare=prepare or prepare_loader,
+        params=params,
+        requires=_requires(spec, config),
+        dist=spec.dist,
+        environment=spec.environment,
+        check=_check(params),
+    )
+
+
+def variant_name(config: PipelineConfig, params: dict[str, Any]) -> str:
+    """The pipeline, plus every knob that is not the default, so curves never mix them."""
+    augment = config.augment.split("/")[0]
+    parts = [f"{config.format}-{config.decoder.split('/')[0]}-{augment}"]
+    if params.get("start_method") not in (None, "fork"):
+        parts.append(params["start_method"])
+    if params.get("persistent_workers") is False:
+        parts.append("not-persistent")
+    if params.get("prefetch_factor") not in (None, 2):
+        parts.append(f"prefetch{params['prefetch_factor']}")
+    if params.get("pin_memory"):
+        parts.append("pin-memory")
+    if "accelerator_images_per_s" in params:
+        parts.append(f"au-{params['compute_kind']}-{params['accelerator_images_per_s']}ips")
+    return "+".join(parts)
+
+
+def _requires(spec: LoaderSpec, config: PipelineConfig) -> tuple[str, ...]:
+    needed = list(spec.requires)
+    if spec.environment != "main":
+        return tuple(needed)
+    from imgbench.augment.registry import get_library
+    from imgbench.readers.registry import find_spec
+
+    library, variant = config.decoder.split("/", 1)
+    needed += find_spec(library, variant).requires
+    if config.augment != NO_AUGMENT:
+        needed += get_library(config.augment).requires
+    if config.format != FILES:
+        from imgbench.formats.registry import get_format
+
+        needed += get_format(config.format).requires
+    return tuple(dict.fromkeys(needed))
+
+
+def _check(params: dict[str, Any]) -> Callable[[], str | None]:
+    def check() -> str | None:
+        if params.get("pin_memory"):
+            import torch
+
+            if not torch.cuda.is_available():
+                return "pin_memory: recorded, skipped: no CUDA device on this machine"
+        return None
+
+    return check
+
+
+# -- prepare ------------------------------------------------------------------------------------
+def make_source(ctx: CaseContext, config: PipelineConfig) -> Any:
+    from imgbench.loaders.pipeline import FileSource, FormatSource
+
+    entries = _entries_for(ctx, config)
+    if config.format == FILES:
+        classes = sorted({e.label for e in entries if e.label is not None})
+        index = {name: i for i, name in enumerate(classes)}
+        labels = [index[e.label] if e.label is not None else -1 for e in entries]
+        return FileSource([str(ctx.path(e)) for e in entries], labels)
+    from imgbench.formats.cases import built_format
+    from imgbench.formats.registry import get_format
+
+    report = built_format(ctx, get_format(config.format))
+    return FormatSource(config.format, report.path, report.meta.count)
+
+
+def _entries_for(ctx: CaseContext, config: PipelineConfig) -> list[Any]:
+    import pytest
+
+    from imgbench.readers.registry import find_spec
+
+    library, variant = config.decoder.split("/", 1)
+    codecs = find_spec(library, variant).codecs
+    entries = [e for e in ctx.entries() if e.codec in codecs]
+    if not entries:
+        pytest.skip(f"dataset {ctx.dataset.name} has no images {config.decoder} decodes")
+    return entries
+
+
+def prepare_loader(
+    ctx: CaseContext, case: Case, wrap: Callable[[Any], Any] | None = None
+) -> Workload:
+    """Build the pipeline and the loader, start it, and hand the harness one batch per item.
+
+    ``wrap`` replaces the source (tests use it to inject faults).
+    """
+    from imgbench.loaders.au import ComputeStep
+    from imgbench.loaders.pipeline import SamplePipeline
+    from imgbench.loaders.run import LoaderRun
+
+    params = dict(case.params)
+    augment, _, recipe = params["pipeline"].partition(":")
+    config = PipelineConfig(
+        format=params["format"],
+        decoder=params["decoder"],
+        augment=augment,
+        recipe=recipe or DEFAULT_PIPELINE.recipe,
+    )
+    source = make_source(ctx, config)
+    if wrap is not None:
+        source = wrap(source)
+    pipeline = SamplePipeline(source, config)
+    spec = get_loader(case.library)
+    batch_size, n_batches = int(params["batch_size"]), int(params["batches_per_round"])
+    if len(pipeline) < batch_size:
+        import pytest
+
+        pytest.skip(f"{len(pipeline)} images, fewer than one batch of {batch_size}")
+    compute = None
+    if params.get("accelerator_images_per_s"):
+        compute = ComputeStep.for_accelerator(
+            params["accelerator_images_per_s"], batch_size, params.get("compute_kind", "sleep")
+        )
+    loader = spec.load().build(pipeline, params)
+    workers = int(params.get("workers") or 0)
+    run = LoaderRun(
+        loader,
+        f"{case.library} ({workers} workers)",
+        parallel=max(1, workers),
+        warmup_batches=ctx.profile.warmup_rounds * n_batches,
+        compute=compute,
+        **_timeouts(params),
+    )
+    run.extra.update(
+        pipeline=config.label,
+        images_in_pool=len(pipeline),
+        loader_note=spec.note or None,
+        sampling="endless reshuffled epochs: one iterator for the whole measurement",
+    )
+    run.start()
+    side = 0 if config.augment == NO_AUGMENT else OUTPUT_SIDE
+    return Workload(
+        items=list(range(n_batches)),
+        fn=run.step,
+        images_per_item=batch_size,
+        megapixels_per_round=n_batches * batch_size * side * side / 1e6,
+        cache_method="warm: the pool of images is re-read every epoch and stays in the page cache",
+        extra=run.extra,
+        close=run.close,
+    )
+
+
+def _timeouts(params: dict[str, Any]) -> dict[str, float]:
+    if "batch_timeout_s" not in params:
+        return {}
+    seconds = float(params["batch_timeout_s"])
+    return {"batch_timeout_s": seconds, "first_batch_timeout_s": 3 * seconds}

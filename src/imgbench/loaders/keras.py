@@ -1,0 +1,99 @@
+"""A Keras ``PyDataset`` with ``workers`` processes, the successor of the posts' ``Sequence`` +
+``fit_generator(workers=N, use_multiprocessing=True)`` (both removed in Keras 3).
+
+Runs in the ``tensorflow`` environment. Each ``__getitem__`` loads one batch with imgbench's
+pipeline (Pillow decode and Pillow's train recipe: that environment has no OpenCV or torch) and
+stacks it with NumPy. Batches come from Keras's own enqueuer, the one ``model.fit`` uses,
+through its data adapter (``get_numpy_iterator``), so workers, queue and pickling are Keras's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import numpy as np
+
+from imgbench.loaders.base import Batch, clock
+from imgbench.loaders.pipeline import SamplePipeline
+
+EPOCH_BATCHES = 64  # long epochs: Keras restarts its workers' queue every epoch
+
+
+def collate_numpy(samples: list[tuple[Any, int, tuple[float, float, float]]]) -> Batch:
+    start = clock()
+    images = np.stack([np.asarray(s[0]) for s in samples])
+    labels = np.asarray([s[1] for s in samples], dtype=np.int64)
+    stage_s = np.asarray([s[2] for s in samples], dtype=np.float64)
+    return images, labels, stage_s, clock() - start
+
+
+def _dataset_class() -> type:
+    import keras
+
+    class PipelineBatches(keras.utils.PyDataset):
+        def __init__(self, pipeline: SamplePipeline, batch_size: int, **kwargs: Any) -> None:
+            super().__init__(**kwargs)
+            self.pipeline = pipeline
+            self.batch_size = batch_size
+            self.rng = np.random.default_rng(0)
+
+        def __len__(self) -> int:
+            return EPOCH_BATCHES
+
+        def __getitem__(self, index: int) -> dict[str, Any]:  # Keras takes a tuple of 1-3 or a dict
+            n = len(self.pipeline)
+            rng = np.random.default_rng(index)
+            images, labels, stage_s, collate_s = collate_numpy(
+                [self.pipeline[int(i)] for i in rng.integers(0, n, self.batch_size)]
+            )
+            return {"images": images, "labels": labels, "stage_s": stage_s, "collate_s": collate_s}
+
+    return PipelineBatches
+
+
+class KerasLoader:
+    def __init__(self, pipeline: SamplePipeline, params: Mapping[str, Any]) -> None:
+        workers = max(1, int(params.get("workers") or 1))
+        self.dataset = _dataset_class()(
+            pipeline,
+            int(params["batch_size"]),
+            workers=workers,
+            use_multiprocessing=workers > 1,
+            max_queue_size=int(params.get("prefetch_factor") or 2) * workers,
+        )
+        self.pipeline = pipeline
+        self._adapter: Any = None
+
+    def batches(self) -> Iterator[Batch]:
+        from keras.src.trainers.data_adapters.py_dataset_adapter import PyDatasetAdapter
+
+        def endless() -> Iterator[Batch]:
+            while True:
+                self._adapter = PyDatasetAdapter(self.dataset, shuffle=False)
+                for batch in self._adapter.get_numpy_iterator():
+                    yield (
+                        batch["images"],
+                        batch["labels"],
+                        batch["stage_s"],
+                        float(batch["collate_s"]),
+                    )
+                self._adapter.on_epoch_end()
+
+        return endless()
+
+    def worker_pids(self) -> list[int]:
+        import psutil
+
+        return [
+            c.pid for c in psutil.Process().children() if c.cmdline() == psutil.Process().cmdline()
+        ]
+
+    def close(self) -> None:
+        if self._adapter is not None:
+            self._adapter.on_epoch_end()  # stops the enqueuer and its worker pool
+            self._adapter = None
+
+
+def build(pipeline: SamplePipeline, params: Mapping[str, Any]) -> KerasLoader:
+    return KerasLoader(pipeline, params)

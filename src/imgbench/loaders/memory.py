@@ -1,0 +1,128 @@
+"""RSS, PSS and USS of the main process and of each worker, sampled over a run in a thread.
+
+``psutil.Process.memory_full_info()`` reads ``/proc/PID/smaps_rollup``: USS is what a process
+holds alone (what copy-on-access grows), PSS shares every shared page fairly between the
+processes mapping it (so PSS summed over processes is the true footprint), RSS counts shared
+pages in full in every process. The sampler records one point per process per interval, and
+summarises the peak of the summed PSS and its growth per minute (a least-squares slope).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import psutil
+
+DEFAULT_INTERVAL_S = 0.5
+
+
+def sample_process(proc: psutil.Process) -> dict[str, int] | None:
+    try:
+        info = proc.memory_full_info()
+    except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
+        return None
+    return {
+        "rss_bytes": int(info.rss),
+        "pss_bytes": int(getattr(info, "pss", 0)),
+        "uss_bytes": int(info.uss),
+    }
+
+
+class MemorySampler:
+    """Samples the main process and the pids ``worker_pids()`` returns, until ``stop()``."""
+
+    def __init__(
+        self, worker_pids: Callable[[], list[int]], interval_s: float = DEFAULT_INTERVAL_S
+    ) -> None:
+        self.worker_pids = worker_pids
+        self.interval_s = interval_s
+        self.timeline: list[dict[str, Any]] = []
+        self._names: dict[int, str] = {}
+        self._procs: dict[int, psutil.Process] = {os.getpid(): psutil.Process()}
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._start = 0.0
+
+    def _name(self, pid: int) -> str:
+        if pid == os.getpid():
+            return "main"
+        if pid not in self._names:
+            self._names[pid] = f"worker-{len(self._names)}"
+        return self._names[pid]
+
+    def sample(self) -> None:
+        t = round(time.perf_counter() - self._start, 3)
+        with contextlib.suppress(Exception):  # a worker list read while the loader changes it
+            for pid in self.worker_pids():
+                if pid not in self._procs:
+                    with contextlib.suppress(psutil.NoSuchProcess):
+                        self._procs[pid] = psutil.Process(pid)
+        for pid, proc in list(self._procs.items()):
+            point = sample_process(proc)
+            if point is None:
+                continue
+            self.timeline.append({"t_s": t, "process": self._name(pid), **point})
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval_s):
+            self.sample()
+
+    def start(self) -> MemorySampler:
+        self._start = time.perf_counter()
+        self.sample()
+        self._thread = threading.Thread(target=self._run, name="imgbench-memory", daemon=True)
+        self._thread.start()
+        return self
+
+    def now(self) -> float:
+        """Seconds since the sampler started, on the timeline's clock."""
+        return time.perf_counter() - self._start
+
+    def stop(self, steady_from_s: float = 0.0) -> dict[str, Any]:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+            self._thread = None
+        self.sample()
+        return summarise(self.timeline, steady_from_s)
+
+
+def summarise(timeline: list[dict[str, Any]], steady_from_s: float = 0.0) -> dict[str, Any]:
+    """Peak of the summed PSS over the run; its growth per minute from ``steady_from_s`` on
+    (after start-up and warm-up, so starting workers do not count as growth); and the last
+    USS/PSS of each process."""
+    if not timeline:
+        return {"memory_timeline": []}
+    totals: dict[float, int] = {}
+    for point in timeline:
+        totals[point["t_s"]] = totals.get(point["t_s"], 0) + point["pss_bytes"]
+    times = np.array(sorted(totals), dtype=float)
+    pss = np.array([totals[t] for t in sorted(totals)], dtype=float)
+    steady = times >= steady_from_s
+    growth = None
+    if steady.sum() >= 3 and np.ptp(times[steady]) > 0:
+        growth = float(np.polyfit(times[steady], pss[steady], 1)[0] * 60)
+    last: dict[str, dict[str, int]] = {}
+    for point in timeline:
+        last[point["process"]] = point
+    workers = [p for name, p in last.items() if name != "main"]
+    return {
+        "memory_timeline": timeline,
+        "peak_pss_bytes": int(pss.max()),
+        "pss_growth_bytes_per_min": growth,
+        "pss_growth_window_s": float(np.ptp(times[steady])) if steady.any() else 0.0,
+        "final_uss_bytes": {name: p["uss_bytes"] for name, p in sorted(last.items())},
+        "final_pss_bytes": {name: p["pss_bytes"] for name, p in sorted(last.items())},
+        "worker_uss_bytes_mean": int(np.mean([p["uss_bytes"] for p in workers]))
+        if workers
+        else None,
+        "worker_pss_bytes_mean": int(np.mean([p["pss_bytes"] for p in workers]))
+        if workers
+        else None,
+    }

@@ -1,0 +1,213 @@
+"""The pipeline every loader runs: format reader -> decoder -> augmentation -> collate.
+
+Each part comes from its own stage: payloads from the dataset's files or any imgbench format
+(``imgbench.formats``), decoding from ``imgbench.readers``, augmentation from
+``imgbench.augment`` (the train-classification recipe by default). A sample is timed per part
+inside the pipeline, in whichever process or thread runs it, and the times travel with the batch,
+so every loader row can say where the time went.
+
+Everything here pickles small and builds its libraries lazily in the process that uses them:
+a spawned worker receives names and paths, not open files or decoders.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from imgbench.loaders.base import Batch, clock
+
+STAGES = ("read", "decode", "augment")  # per sample; "collate" is per batch
+FILES = "files"  # the dataset's own image files, one read per sample (an image folder)
+NO_AUGMENT = "none"  # decode only; the arrays pass through as a list (no tensor)
+
+
+@dataclass(frozen=True)
+class PipelineConfig:
+    """Which reader, decoder and augmentation a sample goes through."""
+
+    format: str = FILES  # FILES, or an imgbench.formats name such as "lmdb"
+    decoder: str = "opencv/imdecode-rgb"  # readers registry "library/variant"
+    augment: str = "albumentations/numpy"  # augment registry "library/variant", or NO_AUGMENT
+    recipe: str = "train-classification"  # augment pipeline name
+
+    @property
+    def label(self) -> str:
+        aug = self.augment if self.augment == NO_AUGMENT else f"{self.augment}:{self.recipe}"
+        return f"{self.format} > {self.decoder} > {aug}"
+
+
+# -- sources: index -> (payload, label) ----------------------------------------------------------
+class FileSource:
+    """The dataset's files read one by one. Paths are kept in a NumPy array, not a Python list,
+    so forked workers reading them do not copy the index (see ``imgbench.loaders.cow``)."""
+
+    def __init__(self, paths: Sequence[str], labels: Sequence[int]) -> None:
+        self.paths = np.asarray([os.fsencode(p) for p in paths])
+        self.labels = np.asarray(labels, dtype=np.int64)
+
+    def __len__(self) -> int:
+        return len(self.paths)
+
+    def __getitem__(self, index: int) -> tuple[bytes, int]:
+        with open(self.paths[index], "rb") as handle:
+            return handle.read(), int(self.labels[index])
+
+
+class FormatSource:
+    """A built imgbench format, opened lazily once per process (LMDB and HDF5 handles must not
+    cross a fork)."""
+
+    def __init__(self, name: str, path: Path, count: int) -> None:
+        self.name, self.path, self.count = name, Path(path), count
+        self._reader: Any = None
+        self._pid = -1
+
+    def __len__(self) -> int:
+        return self.count
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "path": self.path,
+            "count": self.count,
+            "_reader": None,
+            "_pid": -1,
+        }
+
+    def _open(self) -> Any:
+        if self._reader is None or self._pid != os.getpid():
+            from imgbench.formats.base import open_format
+            from imgbench.formats.registry import get_format
+
+            self._reader = open_format(get_format(self.name), self.path)
+            self._pid = os.getpid()
+        return self._reader
+
+    def __getitem__(self, index: int) -> tuple[Any, int]:
+        return self._open()[index]
+
+    def close(self) -> None:
+        if self._reader is not None and self._pid == os.getpid():
+            self._reader.close()
+        self._reader = None
+
+
+# -- the per-sample pipeline -----------------------------------------------------------------------
+class SamplePipeline:
+    """A map-style dataset: ``pipeline[i] -> (image, label, (read_s, decode_s, augment_s))``."""
+
+    def __init__(self, source: Any, config: PipelineConfig) -> None:
+        self.source = source
+        self.config = config
+        self._decode: Any = None
+        self._augment: Any = None
+
+    def __len__(self) -> int:
+        return len(self.source)
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"source": self.source, "config": self.config, "_decode": None, "_augment": None}
+
+    def close(self) -> None:
+        """Close the source's files in this process (LMDB refuses a second open of a path)."""
+        close = getattr(self.source, "close", None)
+        if close is not None:
+            close()
+
+    def build(self) -> None:
+        """Import and build the decoder and augmentation (once per process)."""
+        if self._decode is None:
+            self._decode = build_decoder(self.config.decoder)
+        if self._augment is None:
+            self._augment = build_augment(self.config.augment, self.config.recipe)
+
+    def __getitem__(self, index: int) -> tuple[Any, int, tuple[float, float, float]]:
+        if self._decode is None or self._augment is None:
+            self.build()
+        t0 = clock()
+        payload, label = self.source[index]
+        t1 = clock()
+        image = payload if isinstance(payload, np.ndarray) else self._decode(payload)
+        t2 = clock()
+        out = self._augment(image)
+        t3 = clock()
+        return out, label, (t1 - t0, t2 - t1, t3 - t2)
+
+
+def build_decoder(key: str) -> Any:
+    from imgbench.readers.registry import build_reader, find_spec
+
+    library, variant = key.split("/", 1)
+    return build_reader(find_spec(library, variant)).decode
+
+
+def build_augment(key: str, recipe: str) -> Any:
+    """The augment stage's pipeline as a function of a decoded HxWx3 uint8 array."""
+    if key == NO_AUGMENT:
+        return np.ascontiguousarray
+    from imgbench.augment.base import make_input
+    from imgbench.augment.registry import get_library
+
+    library = get_library(key)
+    op = library.pipelines()[recipe]()
+    kind = library.pipeline_input
+    fn = op.fn
+
+    def augment(image: np.ndarray) -> Any:
+        return fn(make_input(image, kind))
+
+    return augment
+
+
+def collate(samples: list[tuple[Any, int, tuple[float, float, float]]]) -> Batch:
+    """Stack a batch into one contiguous tensor (in shared memory inside a DataLoader worker)."""
+    import torch
+    from torch.utils.data import default_collate
+
+    start = clock()
+    tensors = [torch.from_numpy(s[0]) if isinstance(s[0], np.ndarray) else s[0] for s in samples]
+    stacked = default_collate(tensors)
+    labels, stage_s = _labels_and_times(samples)
+    return stacked, labels, stage_s, clock() - start
+
+
+def collate_list(samples: list[tuple[Any, int, tuple[float, float, float]]]) -> Batch:
+    """Pass-through: the decoded arrays (any size) as a list, as a decode-only loader returns them."""
+    start = clock()
+    images = [s[0] for s in samples]
+    labels, stage_s = _labels_and_times(samples)
+    return images, labels, stage_s, clock() - start
+
+
+def _labels_and_times(
+    samples: list[tuple[Any, int, tuple[float, float, float]]],
+) -> tuple[Any, Any]:
+    import torch
+
+    labels = torch.tensor([s[1] for s in samples], dtype=torch.int64)
+    stage_s = torch.tensor([s[2] for s in samples], dtype=torch.float64)
+    return labels, stage_s
+
+
+def collate_for(config: PipelineConfig) -> Any:
+    return collate_list if config.augment == NO_AUGMENT else collate
+
+
+def force(batch: Batch) -> Any:
+    """What the training step would touch: a contiguous tensor (or every array of a list)."""
+    images = batch[0]
+    if isinstance(images, list):
+        return [np.ascontiguousarray(x) for x in images]
+    if hasattr(images, "contiguous"):
+        return images.contiguous()
+    return images  # e.g. an eager TensorFlow tensor: already materialised
+
+
+def batch_images(batch: Batch) -> int:
+    return len(batch[1])

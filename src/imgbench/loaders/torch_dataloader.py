@@ -1,0 +1,104 @@
+"""PyTorch ``DataLoader``: worker processes (fork, spawn or forkserver) running the pipeline.
+
+The sampler draws reshuffled epochs without end (``RandomSampler`` with ``num_samples`` far past
+the dataset), so one iterator serves the whole measurement and the harness sees the steady state.
+``epoch_start_s`` then measures what a new epoch costs: with ``persistent_workers`` the same
+workers refill their queues; without, a new set of workers starts.
+
+Each worker pins OpenCV to one thread (torch already pins itself to one in workers): parallelism
+comes from the workers, as in the usual recipe, not from oversubscribed library pools.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from imgbench.loaders.base import BATCH_TIMEOUT_S, Batch, clock, reap
+from imgbench.loaders.pipeline import SamplePipeline, collate_for
+
+ENDLESS = 1 << 40  # samples the sampler may draw: far more than any run takes
+
+
+def pin_worker_threads(worker_id: int) -> None:
+    import sys
+
+    cv2 = sys.modules.get("cv2")
+    if cv2 is not None:
+        cv2.setNumThreads(1)
+
+
+class TorchLoader:
+    def __init__(
+        self,
+        pipeline: SamplePipeline,
+        params: Mapping[str, Any],
+        seed: int = 0,
+        collate_fn: Any = None,
+    ) -> None:
+        import torch
+        from torch.utils.data import DataLoader, RandomSampler
+
+        workers = int(params.get("workers") or 0)
+        pin = bool(params.get("pin_memory", False))
+        if pin and not torch.cuda.is_available():
+            raise ValueError("pin_memory needs a CUDA device")
+        kwargs: dict[str, Any] = {}
+        if workers > 0:
+            kwargs.update(
+                prefetch_factor=params.get("prefetch_factor") or 2,
+                persistent_workers=bool(params.get("persistent_workers", True)),
+                multiprocessing_context=params.get("start_method") or "fork",
+                timeout=float(params.get("batch_timeout_s") or BATCH_TIMEOUT_S),
+                worker_init_fn=pin_worker_threads,
+            )
+        generator = torch.Generator().manual_seed(seed)
+        sampler = RandomSampler(pipeline, num_samples=ENDLESS, generator=generator)
+        self.loader = DataLoader(
+            pipeline,  # type: ignore[arg-type]
+            batch_size=int(params["batch_size"]),
+            sampler=sampler,
+            collate_fn=collate_fn or collate_for(pipeline.config),
+            num_workers=workers,
+            pin_memory=pin,
+            drop_last=True,
+            **kwargs,
+        )
+        self.workers = workers
+        self.pipeline = pipeline
+        self._iterator: Any = None
+        self._pids: list[int] = []
+
+    def batches(self) -> Iterator[Batch]:
+        self._iterator = iter(self.loader)
+        self._pids = self._live_pids()
+        return self._iterator
+
+    def _live_pids(self) -> list[int]:
+        workers = getattr(self._iterator, "_workers", None) or []
+        return [w.pid for w in workers if w.pid is not None]
+
+    def worker_pids(self) -> list[int]:
+        return self._live_pids() or list(self._pids)
+
+    def epoch_start_s(self) -> float:
+        """Seconds from a new epoch's ``iter(loader)`` to its first batch."""
+        start = clock()
+        self._iterator = iter(self.loader)
+        self._pids = sorted(set(self._pids) | set(self._live_pids()))
+        next(self._iterator)
+        return clock() - start
+
+    def close(self) -> None:
+        pids = list(set(self._pids) | set(self._live_pids()))
+        iterator, self._iterator = self._iterator, None
+        shutdown = getattr(iterator, "_shutdown_workers", None)
+        if shutdown is not None:
+            with contextlib.suppress(Exception):
+                shutdown()
+        reap(pids)
+
+
+def build(pipeline: SamplePipeline, params: Mapping[str, Any]) -> TorchLoader:
+    return TorchLoader(pipeline, params)

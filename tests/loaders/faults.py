@@ -1,0 +1,80 @@
+"""Sources that fail, and a pytest plugin that runs loader cases over them in a bench subprocess.
+
+Loaded with ``-p tests.loaders.faults``: the loader stage's cases become a broken and a hung
+dataset under several loaders, followed by a healthy case (the suite must go on), and after
+every case the plugin appends the pytest process's live child processes to the file named by
+``IMGBENCH_CHILDREN_LOG`` (forked DataLoader workers share the parent's command line).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import time
+from typing import Any
+
+import psutil
+import pytest
+
+BAD_INDEX = 3
+
+
+class RaisesOnIndex:
+    def __init__(self, source: Any) -> None:
+        self.source = source
+
+    def __len__(self) -> int:
+        return len(self.source)
+
+    def __getitem__(self, index: int) -> Any:
+        if index == BAD_INDEX:
+            raise ValueError(f"broken sample {index}")
+        return self.source[index]
+
+
+class HangsOnIndex(RaisesOnIndex):
+    def __getitem__(self, index: int) -> Any:
+        if index == BAD_INDEX:
+            time.sleep(10**6)
+        return self.source[index]
+
+
+def fault_cases(profile: Any) -> list[Any]:
+    from imgbench.loaders import cases
+
+    plan = cases.plan_for(profile)
+    raises = functools.partial(cases.prepare_loader, wrap=RaisesOnIndex)
+    hangs = functools.partial(cases.prepare_loader, wrap=HangsOnIndex)
+    short = {"plan": plan, "batch_timeout_s": 3.0}
+    return [
+        cases.loader_case("torch-dataloader", 2, prepare=raises, **short),
+        cases.loader_case("torch-dataloader", 0, prepare=raises, **short),
+        cases.loader_case("threadpool", 2, prepare=raises, **short),
+        cases.loader_case("torch-dataloader", 2, prepare=hangs, **short),
+        cases.loader_case("torch-dataloader", 0, prepare=hangs, **short),
+        cases.loader_case("queue-feeder", 2, prepare=hangs, **short),
+        cases.loader_case("threadpool", 1, prepare=hangs, **short),
+        cases.loader_case("torch-dataloader", 1, plan=plan),  # healthy: the suite went on
+    ]
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    from imgbench.loaders import cases
+
+    cases.loader_cases = fault_cases  # type: ignore[assignment]
+
+
+def pytest_runtest_teardown(item: pytest.Item) -> None:
+    me = psutil.Process()
+    children = []
+    for child in me.children(recursive=True):
+        try:
+            children.append(
+                {"pid": child.pid, "cmdline": child.cmdline(), "status": child.status()}
+            )
+        except psutil.NoSuchProcess:
+            continue
+    record = {"test": item.nodeid, "self_cmdline": me.cmdline(), "children": children}
+    with open(os.environ["IMGBENCH_CHILDREN_LOG"], "a", encoding="utf-8") as log:
+        log.write(json.dumps(record) + "\n")

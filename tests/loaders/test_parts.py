@@ -1,0 +1,123 @@
+"""The parts a loader row is made of: deadline, memory sampler, stage times, AU, the case matrix."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+from imgbench.loaders.au import ComputeStep, accelerator_utilisation
+from imgbench.loaders.base import LoaderError, deadline, one_line, reap
+from imgbench.loaders.cases import loader_cases
+from imgbench.loaders.memory import MemorySampler, summarise
+from imgbench.loaders.registry import LOADERS, UNAVAILABLE
+from imgbench.loaders.stages import StageTimes, stage_extra
+from imgbench.profiles import get_profile
+
+
+def test_deadline_interrupts_a_hung_main_thread() -> None:
+    start = time.perf_counter()
+    with pytest.raises(LoaderError, match=r"stuck: no batch within 0\.2 s"), deadline(0.2, "stuck"):
+        time.sleep(30)
+    assert time.perf_counter() - start < 5
+
+
+def test_one_line_keeps_the_worker_error() -> None:
+    exc = ValueError(
+        "Caught ValueError in DataLoader worker process 0.\nTraceback:\n  ...\nValueError: bad 3"
+    )
+    assert (
+        one_line(exc)
+        == "ValueError: Caught ValueError in DataLoader worker process 0. -> ValueError: bad 3"
+    )
+
+
+def test_memory_sampler_sees_a_worker_and_reap_ends_it() -> None:
+    child = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import time; b = bytearray(60_000_000); b[::4096] = b'x' * len(b[::4096]); time.sleep(60)",
+        ]
+    )
+    try:
+        sampler = MemorySampler(lambda: [child.pid], interval_s=0.1).start()
+        time.sleep(1.0)
+        summary = sampler.stop()
+    finally:
+        survivors = reap([child.pid], grace_s=2)
+    assert survivors == [] and child.poll() is not None
+    names = {p["process"] for p in summary["memory_timeline"]}
+    assert names == {"main", "worker-0"}
+    assert max(summary["final_uss_bytes"]["worker-0"], 0) > 50_000_000
+    assert summary["peak_pss_bytes"] >= summary["final_pss_bytes"]["main"]
+
+
+def test_growth_is_the_slope_of_summed_pss() -> None:
+    timeline = [
+        {"t_s": t, "process": name, "rss_bytes": 0, "uss_bytes": 0, "pss_bytes": 1000 + 60 * t * k}
+        for t in (0.0, 1.0, 2.0, 3.0)
+        for name, k in (("main", 1), ("worker-0", 2))
+    ]
+    summary = summarise(timeline)
+    assert summary["pss_growth_bytes_per_min"] == pytest.approx(3 * 60 * 60)
+    assert summarise(timeline, steady_from_s=2.5)["pss_growth_bytes_per_min"] is None  # 1 point
+    assert summary["peak_pss_bytes"] == 2000 + 3 * 60 * 3
+
+
+def test_stage_times_per_image_and_efficiency() -> None:
+    times = StageTimes()
+    times.add(np.array([[0.001, 0.002, 0.003]] * 4), collate_s=0.004)
+    extra = stage_extra(times, wall_s=0.014, parallel=2)
+    assert extra["stage_times_s"] == pytest.approx(
+        {"read": 0.001, "decode": 0.002, "augment": 0.003, "collate": 0.001}
+    )
+    assert extra["bottleneck_stage"] == "augment"
+    assert extra["parallel_efficiency"] == pytest.approx(0.007 / (0.0035 * 2))
+
+
+def test_compute_step_and_au() -> None:
+    step = ComputeStep.for_accelerator(images_per_s=800, batch_size=8)
+    assert step.seconds == pytest.approx(0.01)
+    assert step.run() >= 0.01
+    assert ComputeStep(0.005, "busy").run() >= 0.005
+    assert accelerator_utilisation(0.9, 1.0) == pytest.approx(0.9)
+    with pytest.raises(ValueError, match="compute kind"):
+        ComputeStep(0.01, "gpu")
+
+
+def test_case_matrix_per_profile() -> None:
+    quick = loader_cases(get_profile("quick"))
+    assert [(c.library, c.params["workers"]) for c in quick] == [
+        ("torch-dataloader", 0),
+        ("torch-dataloader", 2),
+        ("threadpool", 2),
+    ]
+    default = loader_cases(get_profile("default"))
+    ids = [c.case_id for c in default]
+    assert len(ids) == len(set(ids))
+    assert {s.library for s in LOADERS} == {c.library for c in default}
+    sweep = sorted(
+        c.params["workers"]
+        for c in default
+        if c.library == "torch-dataloader" and c.variant == "files-opencv-albumentations"
+    )
+    assert sweep == [0, 1, 2, 3, 4]
+    assert all(c.params["threads"] == 1 for c in default)
+    assert {c.environment for c in default if c.library in ("tf-data", "keras-pydataset")} == {
+        "tensorflow"
+    }
+    assert any("au-sleep" in c.variant for c in default)
+    assert len(loader_cases(get_profile("full"))) > len(default)
+    assert UNAVAILABLE and all(len(pair) == 2 for pair in UNAVAILABLE)
+
+
+def test_env_lists_the_loaders() -> None:
+    from imgbench.libraries import library_statuses
+
+    loaders = {s.library: s for s in library_statuses() if s.stage == "loader"}
+    assert loaders["torch-dataloader"].available
+    assert "NVIDIA DALI" in loaders and not loaders["NVIDIA DALI"].available
