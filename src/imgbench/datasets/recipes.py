@@ -35,7 +35,11 @@ class Recipe:
 
     @property
     def digest(self) -> str:
-        text = json.dumps({"kind": self.kind, "params": self.params}, sort_keys=True)
+        """Changes with the recipe and with the code that renders it (its ``VERSION``)."""
+        from . import sample, synth
+
+        code = sample.VERSION if self.kind == "sample" else synth.VERSION
+        text = json.dumps({"kind": self.kind, "params": self.params, "code": code}, sort_keys=True)
         return hashlib.sha256(text.encode()).hexdigest()[:10]
 
 

@@ -16,6 +16,9 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
+# Bump when the plan below changes: recipes built with older code are rebuilt.
+VERSION = 2
+
 # Natural colour photographs: the reference for "what real photos compress like".
 NATURAL = ("astronaut", "chelsea", "coffee", "rocket")
 SKLEARN = ("china", "flower")
@@ -54,6 +57,10 @@ def _save(pixels: np.ndarray, path: Path, codec: str, quality: int = 90) -> None
         image.save(buffer, "JPEG", quality=quality, subsampling=2 if image.mode == "RGB" else 0)
     elif codec == "png":
         image.save(buffer, "PNG", compress_level=6)
+    elif codec == "bmp":
+        image.save(buffer, "BMP")
+    elif codec == "tiff":
+        image.save(buffer, "TIFF", compression="tiff_adobe_deflate")
     else:
         image.save(buffer, "WEBP", quality=quality, method=4)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -79,6 +86,9 @@ def plan() -> list[tuple[str, str, str, int, int | None]]:
     for name in ("astronaut", "coffee", "china"):
         rows.append((f"natural/{name}.png", name, "png", 0, None))
         rows.append((f"natural/{name}_q90.webp", name, "webp", 90, None))
+    for name in ("astronaut", "rocket"):
+        rows.append((f"natural/{name}.bmp", name, "bmp", 0, None))
+        rows.append((f"natural/{name}.tif", name, "tiff", 0, None))
     rows += [(f"gray/{name}_q90.jpg", name, "jpeg", 90, None) for name in GRAY]
     rows += [(f"science/{name}_q90.jpg", name, "jpeg", 90, None) for name in SCIENCE]
     return rows

@@ -23,6 +23,9 @@ from PIL import Image, ImageDraw, ImageFilter
 
 from .parallel import cpu_count, imap
 
+# Bump when the rendered pixels or the encoding change: recipes built with older code are rebuilt.
+VERSION = 1
+
 CODEC_EXTENSIONS = {"jpeg": ".jpg", "png": ".png", "webp": ".webp", "bmp": ".bmp", "tiff": ".tif"}
 SUBSAMPLING = {"444": 0, "422": 1, "420": 2}
 
