@@ -14,12 +14,19 @@ from pathlib import Path
 from typing import IO, Any
 
 
+def _umask() -> int:
+    current = os.umask(0)
+    os.umask(current)
+    return current
+
+
 @contextlib.contextmanager
 def atomic_file(path: Path, mode: str = "wb", **open_kwargs: Any) -> Iterator[IO[Any]]:
     """Open a temporary sibling of ``path`` for writing; it replaces ``path`` only on success."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    os.fchmod(fd, 0o666 & ~_umask())  # mkstemp makes 0600; results are meant to be shared
     try:
         with os.fdopen(fd, mode, **open_kwargs) as handle:
             yield handle

@@ -6,6 +6,7 @@ import importlib
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -79,16 +80,26 @@ def run(
         str | None, typer.Option("-k", help="pytest -k expression to select cases")
     ] = None,
     name: Annotated[str | None, typer.Option(help="--benchmark-save NAME")] = None,
-    results: Annotated[Path, typer.Option(help="folder for the parquet file")] = Path("results"),
+    results: Annotated[Path, typer.Option(help="folder for the parquet files")] = Path("results"),
     benches: Annotated[Path | None, typer.Option(help="folder of bench files")] = None,
     env_name: Annotated[
-        str, typer.Option("--env", help="run in an isolated environment: pillow-simd, tensorflow")
-    ] = "main",
+        str | None,
+        typer.Option("--env", help="only this environment: main, pillow-simd, tensorflow"),
+    ] = None,
+    with_envs: Annotated[
+        bool,
+        typer.Option(
+            "--envs/--no-envs",
+            help="also run the profile's isolated environments (built if missing)",
+        ),
+    ] = True,
     pytest_args: Annotated[
         list[str] | None, typer.Argument(help="more pytest arguments, after --")
     ] = None,
 ) -> None:
-    """Run the benchmark matrix through pytest-benchmark and write results/RUN.parquet."""
+    """Run the matrix through pytest-benchmark: one session (and parquet file) per env and dataset."""
+    from imgbench.sessions import combined_exit_code, plan_sessions
+
     if profile not in PROFILES:
         raise fail(f"unknown profile {profile!r}; choose one of {', '.join(PROFILES)}")
     if dataset is not None and looks_like_path(dataset) and not Path(dataset).exists():
@@ -100,34 +111,45 @@ def run(
             benches = benches_dir()
         except FileNotFoundError as exc:
             raise fail(str(exc)) from None
-    python = sys.executable
-    if env_name != "main":
+    sessions = plan_sessions(
+        PROFILES[profile], benches, name or profile, dataset, env_name, with_envs
+    )
+    started = time.time()
+    codes = []
+    for session in sessions:
         try:
-            from imgbench.envs import EnvError, python_for
-        except ImportError:
-            raise fail("isolated environments are not built yet (issue: readers)") from None
-        try:
-            python = str(python_for(env_name))
-        except EnvError as exc:
+            python = _python_for(session.environment, create=env_name is None)
+        except RuntimeError as exc:
             raise fail(str(exc)) from None
-    args = [
-        python,
-        "-m",
-        "pytest",
-        str(benches),
-        f"--imgbench-env={env_name}",
-        f"--imgbench-profile={profile}",
-        f"--imgbench-results={results}",
-        f"--benchmark-save={name or profile}",
-    ]
-    if dataset:
-        args.append(f"--dataset={dataset}")
-    if keyword:
-        args += ["-k", keyword]
-    args += pytest_args or []
-    console.print(f"[dim]$ {' '.join(args)}[/]", highlight=False)
-    code = subprocess.call(args)
-    raise typer.Exit(code)
+        args = session.args(python, PROFILES[profile], results, keyword) + (pytest_args or [])
+        console.print(f"[dim]$ {' '.join(args)}[/]", highlight=False)
+        codes.append(subprocess.call(args))
+        if codes[-1] not in (0, 1, 5):
+            break  # interrupted or a usage error: stop here
+    written = sorted(p for p in results.glob("*.parquet") if p.stat().st_mtime >= started)
+    console.print("results:" if written else "no results written", highlight=False)
+    for path in written:
+        console.print(f"  {path}", highlight=False)
+    raise typer.Exit(combined_exit_code(codes))
+
+
+def _python_for(environment: str, *, create: bool) -> str:
+    """The interpreter of an environment; isolated ones are built on first use when ``create``."""
+    if environment == "main":
+        return sys.executable
+    from imgbench.envs import EnvError, create_env, python_for
+
+    try:
+        return str(python_for(environment))
+    except EnvError as exc:
+        if not create:
+            raise RuntimeError(str(exc)) from None
+    console.print(f"building the {environment} environment (a few minutes, once)", highlight=False)
+    try:
+        create_env(environment)
+        return str(python_for(environment))
+    except EnvError as exc:
+        raise RuntimeError(str(exc)) from None
 
 
 @results_app.command("list")
@@ -229,10 +251,8 @@ def env_create(
     name: Annotated[str, typer.Argument(help="pillow-simd | tensorflow")],
 ) -> None:
     """Build an isolated venv under .venvs/NAME with imgbench and that library, verified."""
-    try:
-        from imgbench.envs import EnvError, create_env
-    except ImportError:
-        raise fail("isolated environments are not built yet (issue: readers)") from None
+    from imgbench.envs import EnvError, create_env
+
     try:
         path = create_env(name)
     except EnvError as exc:

@@ -18,6 +18,10 @@ class Profile:
     max_images: int  # images per timed round (per codec), taken from the start of the manifest
     thread_modes: tuple[int | None, ...]  # 1 = pinned single thread, None = library default
     description: str
+    # isolated environments `imgbench run` also runs (their own cases only)
+    environments: tuple[str, ...] = ()
+    # more datasets the readers bench runs on, so every codec has real photos
+    reader_datasets: tuple[str, ...] = ()
 
 
 PROFILES: dict[str, Profile] = {
@@ -40,6 +44,8 @@ PROFILES: dict[str, Profile] = {
             max_images=64,
             thread_modes=(1, None),
             description="make bench: the default matrix, under 20 minutes on 2 cores",
+            environments=("pillow-simd", "tensorflow"),
+            reader_datasets=("real-sample",),
         ),
         Profile(
             name="full",
@@ -49,6 +55,8 @@ PROFILES: dict[str, Profile] = {
             max_images=256,
             thread_modes=(1, None),
             description="everything, with more rounds",
+            environments=("pillow-simd", "tensorflow"),
+            reader_datasets=("real-sample", "synthetic-grid"),
         ),
     )
 }

@@ -1,0 +1,76 @@
+"""What one `imgbench run` executes: a pytest session per environment and dataset.
+
+A profile's matrix spans the main environment, the isolated ones (pillow-simd, TensorFlow: each
+runs only its own cases) and, for the readers, extra datasets so that every codec is measured on
+real photos. Each session writes its own parquet file; they share the run name.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from imgbench.profiles import Profile
+
+
+@dataclass(frozen=True)
+class Session:
+    environment: str
+    dataset: str | None  # None: the profile's dataset
+    bench_target: Path  # benches/ or one bench file
+    save_name: str
+
+    def args(self, python: str, profile: Profile, results: Path, keyword: str | None) -> list[str]:
+        args = [
+            python,
+            "-m",
+            "pytest",
+            str(self.bench_target),
+            f"--imgbench-env={self.environment}",
+            f"--imgbench-profile={profile.name}",
+            f"--imgbench-results={results}",
+            f"--benchmark-save={self.save_name}",
+            "-p",
+            "no:cacheprovider",
+        ]
+        if self.dataset:
+            args.append(f"--dataset={self.dataset}")
+        if keyword:
+            args += ["-k", keyword]
+        return args
+
+
+def plan_sessions(
+    profile: Profile,
+    benches: Path,
+    name: str,
+    dataset: str | None = None,
+    environment: str | None = None,
+    with_environments: bool = True,
+) -> list[Session]:
+    """Sessions in order: main first, then each isolated environment; primary dataset first."""
+    if environment is not None:
+        environments = [environment]
+    else:
+        environments = ["main", *(profile.environments if with_environments else ())]
+    targets: list[tuple[str | None, Path]] = [(dataset, benches)]
+    if dataset is None:
+        targets += [(extra, benches / "bench_readers.py") for extra in profile.reader_datasets]
+    sessions = []
+    for env in environments:
+        for ds, target in targets:
+            parts = [name]
+            if env != "main":
+                parts.append(env)
+            if ds is not None and ds != dataset:
+                parts.append(ds)
+            sessions.append(Session(env, ds, target, "-".join(parts)))
+    return sessions
+
+
+def combined_exit_code(codes: list[int]) -> int:
+    """0 all well; 1 some cases failed (they are rows); anything else (interrupted, usage) wins."""
+    serious = [c for c in codes if c not in (0, 1, 5)]
+    if serious:
+        return serious[0]
+    return 1 if 1 in codes else 0

@@ -1,0 +1,53 @@
+"""How `imgbench run` splits a profile into pytest sessions."""
+
+from pathlib import Path
+
+from imgbench.profiles import get_profile
+from imgbench.sessions import combined_exit_code, plan_sessions
+
+BENCHES = Path("benches")
+
+
+def test_quick_is_one_session() -> None:
+    (session,) = plan_sessions(get_profile("quick"), BENCHES, "ci")
+    assert (session.environment, session.dataset, session.save_name) == ("main", None, "ci")
+    assert session.bench_target == BENCHES
+
+
+def test_default_adds_environments_and_real_photos_for_readers() -> None:
+    sessions = plan_sessions(get_profile("default"), BENCHES, "default")
+    names = [s.save_name for s in sessions]
+    assert names == [
+        "default",
+        "default-real-sample",
+        "default-pillow-simd",
+        "default-pillow-simd-real-sample",
+        "default-tensorflow",
+        "default-tensorflow-real-sample",
+    ]
+    real = [s for s in sessions if s.dataset == "real-sample"]
+    assert all(s.bench_target == BENCHES / "bench_readers.py" for s in real)
+
+
+def test_user_dataset_and_env_narrow_the_plan() -> None:
+    sessions = plan_sessions(get_profile("default"), BENCHES, "mine", dataset="/photos")
+    assert [s.environment for s in sessions] == ["main", "pillow-simd", "tensorflow"]
+    assert all(s.dataset == "/photos" for s in sessions)
+    only = plan_sessions(get_profile("default"), BENCHES, "x", environment="tensorflow")
+    assert {s.environment for s in only} == {"tensorflow"}
+    none = plan_sessions(get_profile("default"), BENCHES, "x", with_environments=False)
+    assert {s.environment for s in none} == {"main"}
+
+
+def test_args_carry_profile_dataset_and_selection() -> None:
+    session = plan_sessions(get_profile("quick"), BENCHES, "ci", dataset="real-sample")[0]
+    args = session.args("python", get_profile("quick"), Path("out"), "jpeg")
+    assert args[:4] == ["python", "-m", "pytest", "benches"]
+    assert "--imgbench-profile=quick" in args and "--dataset=real-sample" in args
+    assert args[-2:] == ["-k", "jpeg"]
+
+
+def test_exit_codes_combine() -> None:
+    assert combined_exit_code([0, 0]) == 0
+    assert combined_exit_code([0, 1, 5]) == 1
+    assert combined_exit_code([1, 2]) == 2
