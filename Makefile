@@ -7,8 +7,9 @@ PROFILE ?= default
 NAME ?= $(PROFILE)
 # Debian packages: libturbojpeg0 (PyTurboJPEG, jpeg4py), libjpeg-turbo-progs (tjbench, the native
 # ceiling), chromium (the dashboard's real-browser test), libjpeg62-turbo-dev zlib1g-dev libpng-dev
-# (to compile pillow-simd in its own environment)
-APT_PACKAGES ?= libturbojpeg0 libjpeg-turbo-progs chromium libjpeg62-turbo-dev zlib1g-dev libpng-dev
+# libwebp-dev libtiff-dev (to compile pillow-simd, with WebP and TIFF, in its own environment)
+APT_PACKAGES ?= libturbojpeg0 libjpeg-turbo-progs chromium libjpeg62-turbo-dev zlib1g-dev libpng-dev \
+  libwebp-dev libtiff-dev
 EXTRAS ?= all
 STAMP := $(VENV)/.imgbench-installed
 

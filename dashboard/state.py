@@ -50,6 +50,16 @@ def apply_filters(
     return frame[mask]
 
 
+def newest_group(results: Results, runs: list[str]) -> list[str]:
+    """The newest run and the runs of the same `imgbench run` (its environments and datasets)."""
+    frame = results.frame
+    groups = frame.drop_duplicates("run_id").set_index("run_id")["run_group"]
+    group = groups.get(runs[0])
+    if group is None or pd.isna(group):
+        return runs[:1]
+    return [run for run in runs if groups.get(run) == group]
+
+
 def sidebar_filters(results: Results) -> dict[str, list[str]]:
     """One multiselect per filter (empty = all); the run filter starts on the newest run."""
     selections: dict[str, list[str]] = {}
@@ -60,14 +70,14 @@ def sidebar_filters(results: Results) -> dict[str, list[str]]:
             key = f"filter_{name}"
             if key in st.session_state:  # drop choices that vanished with a changed folder
                 st.session_state[key] = [v for v in st.session_state[key] if v in options]
-            default = options[:1] if name == "run" and options else []
+            default = newest_group(results, options) if name == "run" and options else []
             selections[name] = st.multiselect(
                 title,
                 options,
                 default=None if key in st.session_state else default,
                 key=key,
                 placeholder="all",
-                help="newest run preselected; clear it to pool every run"
+                help="newest run (with its sessions) preselected; clear it to pool every run"
                 if name == "run"
                 else None,
             )

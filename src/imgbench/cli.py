@@ -115,6 +115,8 @@ def run(
         PROFILES[profile], benches, name or profile, dataset, env_name, with_envs
     )
     started = time.time()
+    group = f"{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime(started))}-{name or profile}"
+    child_env = {**os.environ, "IMGBENCH_RUN_GROUP": group}
     codes = []
     for session in sessions:
         try:
@@ -123,7 +125,7 @@ def run(
             raise fail(str(exc)) from None
         args = session.args(python, PROFILES[profile], results, keyword) + (pytest_args or [])
         console.print(f"[dim]$ {' '.join(args)}[/]", highlight=False)
-        codes.append(subprocess.call(args))
+        codes.append(subprocess.call(args, env=child_env))
         if codes[-1] not in (0, 1, 5):
             break  # interrupted or a usage error: stop here
     written = sorted(p for p in results.glob("*.parquet") if p.stat().st_mtime >= started)

@@ -101,7 +101,7 @@ ENVIRONMENTS: dict[str, EnvSpec] = {
         problem=pillow_simd_problem,
         pip_env={"CC": f"cc {simd_cflags()}"},
         pip_flags=("--no-cache-dir", "--no-binary", "pillow-simd"),
-        apt=("libjpeg62-turbo-dev", "zlib1g-dev", "libpng-dev"),
+        apt=("libjpeg62-turbo-dev", "zlib1g-dev", "libpng-dev", "libwebp-dev", "libtiff-dev"),
     ),
     "tensorflow": EnvSpec(
         name="tensorflow",

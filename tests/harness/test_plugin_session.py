@@ -85,6 +85,7 @@ def test_failing_case_beside_passing_ones(tmp_path: Path, tiny_dataset: Path) ->
     assert ok["dataset_images"] == 10 and len(ok["dataset_fingerprint"]) >= 8
     assert ok["peak_rss_bytes"] > 10_000_000
     assert ok["machine_id"] and ok["cpu_cores_logical"] >= 1
+    assert ok["run_group"] == ok["run_id"]  # a lone pytest session is its own group
     assert "imgbench results" in proc.stdout and "skipped x1" in proc.stdout
 
 

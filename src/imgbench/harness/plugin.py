@@ -9,6 +9,7 @@ every case, so an interrupted session still leaves every finished case readable.
 from __future__ import annotations
 
 import json
+import os
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -27,6 +28,9 @@ from imgbench.paths import looks_like_path
 from imgbench.profiles import Profile, get_profile
 from imgbench.results.schema import empty_row
 from imgbench.results.store import write_rows
+
+# Set by `imgbench run` so that its sessions (environments, datasets) share one group id.
+RUN_GROUP_ENV = "IMGBENCH_RUN_GROUP"
 
 CASE_KEY = pytest.StashKey[Case]()
 MEASUREMENT_KEY = pytest.StashKey[Measurement]()
@@ -246,6 +250,7 @@ def build_row(
     row.update(
         run_id=state.run_id,
         run_name=state.run_name,
+        run_group=os.environ.get(RUN_GROUP_ENV) or state.run_id,
         created_utc=datetime.now(UTC),
         git_commit=commit.commit,
         git_branch=commit.branch,

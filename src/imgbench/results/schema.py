@@ -19,6 +19,11 @@ _FIELDS: list[tuple[str, pa.DataType, str]] = [
     # run
     ("run_id", pa.string(), "unique id of the pytest session; also the parquet file name"),
     ("run_name", pa.string(), "the --benchmark-save NAME, if any"),
+    (
+        "run_group",
+        pa.string(),
+        "shared by the sessions of one `imgbench run` (environments, datasets); else = run_id",
+    ),
     ("created_utc", pa.timestamp("us", tz="UTC"), "when the case finished (UTC)"),
     ("git_commit", pa.string(), "commit of the imgbench checkout the run used"),
     ("git_branch", pa.string(), "branch of that checkout"),
