@@ -53,7 +53,7 @@ def apply_filters(
 def newest_group(results: Results, runs: list[str]) -> list[str]:
     """The newest run and the runs of the same `imgbench run` (its environments and datasets)."""
     frame = results.frame
-    groups = frame.drop_duplicates("run_id").set_index("run_id")["run_group"]
+    groups = frame.drop_duplicates("run_label").set_index("run_label")["run_group"]
     group = groups.get(runs[0])
     if group is None or pd.isna(group):
         return runs[:1]
