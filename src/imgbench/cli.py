@@ -11,14 +11,11 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
+from imgbench.console import console, err, fail
 from imgbench.paths import looks_like_path
 from imgbench.profiles import PROFILES
-
-console = Console()
-err = Console(stderr=True)
 
 app = typer.Typer(
     help="Benchmarks for image data pipelines, on your machine and your data.",
@@ -62,12 +59,6 @@ for _name, (_parent, _target) in _SUBCOMMANDS.items():
         _parent.add_typer(_obj, name=_name)
     else:
         _parent.command(_name)(_obj)
-
-
-def fail(message: str, code: int = 2) -> typer.Exit:
-    """One clear line on stderr, no traceback."""
-    err.print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
-    return typer.Exit(code)
 
 
 @app.command()

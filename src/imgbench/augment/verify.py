@@ -22,6 +22,7 @@ from imgbench.augment.base import IMAGENET_MEAN, IMAGENET_STD, Op, as_hwc, make_
 from imgbench.augment.pipelines import OUTPUT_SHAPE, PIPELINE_BY_NAME
 from imgbench.augment.registry import LIBRARIES, AugmentLibrary
 from imgbench.augment.spec import Tolerance
+from imgbench.console import fail
 
 PHOTOS = ("astronaut", "coffee", "chelsea")
 # The first of these that has the transform (and draws nothing random) is the reference.
@@ -347,14 +348,11 @@ def verify_command(
     console = Console(width=None if sys.stdout.isatty() else 200)
     unknown = [t for t in transform or [] if t not in spec.TRANSFORM_BY_NAME]
     if unknown:
-        Console(stderr=True).print(
-            f"[bold red]error:[/] unknown transform(s) {', '.join(unknown)}; "
-            f"known: {', '.join(spec.TRANSFORM_BY_NAME)}"
+        raise fail(
+            f"unknown transform(s) {', '.join(unknown)}; known: {', '.join(spec.TRANSFORM_BY_NAME)}"
         )
-        raise typer.Exit(2)
     if not photos():
-        Console(stderr=True).print("[bold red]error:[/] scikit-image is needed for the photos")
-        raise typer.Exit(2)
+        raise fail("scikit-image is needed for the photos")
     results = all_agreements(transform or None)
     if library:
         results = [a for a in results if library in a.key]

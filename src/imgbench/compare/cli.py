@@ -10,15 +10,12 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 
 from imgbench.compare.config import ConfigError, RegressionConfig, load_config
 from imgbench.compare.report import render_terminal, write_reports
 from imgbench.compare.sources import SourceError, load_side
 from imgbench.compare.stats import CompareInputError, ComparisonResult, compare_frames
-
-console = Console()
-err = Console(stderr=True)
+from imgbench.console import console, fail
 
 ThresholdOpt = Annotated[
     float | None, typer.Option(help="default threshold, e.g. 0.1 = 10% (overrides pyproject)")
@@ -31,11 +28,6 @@ ConfigOpt = Annotated[
 ]
 MarkdownOpt = Annotated[Path | None, typer.Option(help="write the Markdown report here")]
 JsonOpt = Annotated[Path | None, typer.Option("--json", help="write the JSON report here")]
-
-
-def _fail(message: str) -> typer.Exit:
-    err.print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
-    return typer.Exit(2)
 
 
 def _config(
@@ -98,7 +90,7 @@ def compare_command(
             base.frame, cand.frame, cfg, allow_cross_machine=allow_cross_machine
         )
     except (ConfigError, SourceError, CompareInputError) as exc:
-        raise _fail(str(exc)) from None
+        raise fail(str(exc)) from None
     _finish(result, (base.label, cand.label), markdown, json_path, show_all)
 
 
@@ -135,18 +127,18 @@ def ci_command(
     from imgbench.profiles import PROFILES
 
     if profile not in PROFILES:
-        raise _fail(f"unknown profile {profile!r}; choose one of {', '.join(PROFILES)}")
+        raise fail(f"unknown profile {profile!r}; choose one of {', '.join(PROFILES)}")
     root = repo or repo_root()
     if root is None or not (root / ".git").exists():
-        raise _fail("not in a git checkout of the project; pass --repo")
+        raise fail("not in a git checkout of the project; pass --repo")
     if dataset and looks_like_path(dataset):
         if not Path(dataset).exists():
-            raise _fail(f"dataset path does not exist: {dataset}")
+            raise fail(f"dataset path does not exist: {dataset}")
         dataset = str(Path(dataset).resolve())
     try:
         cfg = _config(config or root / "pyproject.toml", threshold, alpha, correction, decide_on)
     except ConfigError as exc:
-        raise _fail(str(exc)) from None
+        raise fail(str(exc)) from None
     plan = CIPlan(
         repo=root.resolve(),
         base=base,
@@ -169,6 +161,6 @@ def ci_command(
             head_side = load_side(run.head_results)
             result = compare_frames(base_side.frame, head_side.frame, cfg)
         except (CIError, SourceError, CompareInputError) as exc:
-            raise _fail(str(exc)) from None
+            raise fail(str(exc)) from None
         labels = (f"{base} ({run.base_sha[:10]})", f"{head} ({run.head_sha[:10]})")
         _finish(result, labels, markdown, json_path, everything=False)

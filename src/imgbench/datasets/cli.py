@@ -7,21 +7,15 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 from rich.table import Table
+
+from imgbench.console import console, fail
 
 from .manifest import DatasetError
 
 dataset_app = typer.Typer(
     help="Generate, scan and build the datasets benchmarks run on.", no_args_is_help=True
 )
-console = Console()
-err = Console(stderr=True)
-
-
-def _fail(exc: Exception) -> typer.Exit:
-    err.print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
-    return typer.Exit(2)
 
 
 @dataset_app.command()
@@ -58,7 +52,7 @@ def synth(
             workers=workers,
         )
     except (ValueError, OSError) as exc:
-        raise _fail(exc) from None
+        raise fail(exc) from None
     seconds = time.perf_counter() - start
     console.print(f"{n} images in {out} ({n / seconds:,.0f} images/s)", highlight=False)
 
@@ -75,7 +69,7 @@ def scan(
     try:
         result = scan_folder(path, workers=workers, progress=True)
     except DatasetError as exc:
-        raise _fail(exc) from None
+        raise fail(exc) from None
     summary = result.summary()
     table = Table("", "", show_header=False)
     table.add_row("root", str(result.root))
@@ -113,7 +107,7 @@ def sample(
     try:
         real_sample.build(out)
     except (ImportError, OSError) as exc:
-        raise _fail(exc) from None
+        raise fail(exc) from None
     count = sum(1 for p in out.rglob("*") if p.is_file())
     console.print(f"{count} real photos in {out}", highlight=False)
 
@@ -130,7 +124,7 @@ def list_recipes() -> None:
             built = (recipes.cache_dir() / f"{name}-{recipe.digest}").is_dir()
             table.add_row(name, recipe.kind, "yes" if built else "", recipe.description)
     except DatasetError as exc:
-        raise _fail(exc) from None
+        raise fail(exc) from None
     console.print(table)
 
 
@@ -144,5 +138,5 @@ def build(
     try:
         path = recipes.materialize(name)
     except DatasetError as exc:
-        raise _fail(exc) from None
+        raise fail(exc) from None
     console.print(f"{name}: {path}", highlight=False)

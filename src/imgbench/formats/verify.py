@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Annotated
 import numpy as np
 import typer
 
+from imgbench.console import fail
 from imgbench.formats.base import (
     FormatError,
     FormatSpec,
@@ -174,14 +175,10 @@ def verify_command(
     try:
         manifest = _load_manifest(dataset)
     except DatasetError as exc:
-        Console(stderr=True).print(f"[red]error:[/] {exc}")
-        raise typer.Exit(2) from None
+        raise fail(exc) from None
     unknown = sorted(set(formats or ()) - {s.name for s in FORMATS})
     if unknown:
-        Console(stderr=True).print(
-            f"[red]error:[/] unknown format(s) {unknown}; known: {[s.name for s in FORMATS]}"
-        )
-        raise typer.Exit(2)
+        raise fail(f"unknown format(s) {unknown}; known: {[s.name for s in FORMATS]}")
     with tempfile.TemporaryDirectory(prefix="imgbench-verify-") as tmp:
         results = verify_all(manifest, Path(tmp), names=formats, limit=max_images)
     table = Table(title=f"round trip of {manifest.root}")

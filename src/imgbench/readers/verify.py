@@ -19,6 +19,8 @@ from typing import Annotated, Any
 import numpy as np
 import typer
 
+from imgbench.console import fail
+
 # Mean absolute error allowed against the reference, in 8-bit levels.
 TOLERANCE_LOSSLESS = 1.0  # PNG, BMP, TIFF: exact but for 16-bit rounding (>>8 vs /257)
 TOLERANCE_LOSSY = 2.0  # JPEG, WebP: IDCT variants and libjpeg-turbo versions differ by ~1
@@ -204,6 +206,5 @@ def verify_command(
             show_all=show_all,
         )
     except VerifyError as exc:
-        Console(stderr=True).print(f"[bold red]error:[/] {exc}", highlight=False)
-        raise typer.Exit(2) from None
+        raise fail(exc) from None
     raise typer.Exit(1 if strict and failures else 0)
