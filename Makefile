@@ -12,6 +12,8 @@ APT_PACKAGES ?= libturbojpeg0 libjpeg-turbo-progs chromium libjpeg62-turbo-dev z
   libwebp-dev libtiff-dev
 EXTRAS ?= all
 STAMP := $(VENV)/.imgbench-installed
+# the tensorflow environment (tf.data, Keras, TensorFlow's decoders), tested by make test
+TF_ENV := .venvs/tensorflow/.imgbench-env-built
 
 .PHONY: setup bench test lint format clean-results
 
@@ -35,7 +37,11 @@ bench: setup
 	echo "dashboard: $(VENV)/bin/imgbench dashboard   (or: $(VENV)/bin/streamlit run dashboard/app.py)"; \
 	exit $$rc
 
-test: setup
+$(TF_ENV): $(STAMP)
+	$(VENV)/bin/imgbench env create tensorflow
+	@touch $@
+
+test: setup $(TF_ENV)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/pytest tests/ -p no:cacheprovider

@@ -19,7 +19,7 @@ import cv2
 import numpy as np
 
 from imgbench.augment import spec
-from imgbench.augment.base import IMAGENET_MEAN, IMAGENET_STD, InputKind, Op, chw_float
+from imgbench.augment.base import IMAGENET_MEAN, IMAGENET_STD, InputKind, Op, chw_float, chw_uint8
 
 LIBRARY = "albumentations"
 
@@ -60,6 +60,16 @@ def _compose_chw(steps: list[A.BasicTransform]) -> Op:
         return chw_float(pipeline(image=image)["image"])
 
     return Op(run, "hwc-uint8", "norm", "chw")
+
+
+def _compose_chw_uint8(steps: list[A.BasicTransform]) -> Op:
+    """A pipeline ending in a contiguous 3xHxW uint8 array (no Normalize)."""
+    pipeline = A.Compose(steps)
+
+    def run(image: np.ndarray) -> np.ndarray:
+        return chw_uint8(pipeline(image=image)["image"])
+
+    return Op(run, "hwc-uint8", "u8", "chw")
 
 
 AREA = {"interpolation": cv2.INTER_LINEAR, "area_for_downscale": "image"}
@@ -167,6 +177,7 @@ def _heavy() -> list[A.BasicTransform]:
 
 PIPELINES: dict[str, Callable[[], Op]] = {
     "train-classification": lambda: _compose_chw(_train()),
+    "train-uint8": lambda: _compose_chw_uint8(_train()[:-1]),
     "light": lambda: _compose_chw(
         [
             A.SmallestMaxSize(max_size=spec.RESIZE_SHORT, **AREA),

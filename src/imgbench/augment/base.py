@@ -98,6 +98,11 @@ def force_tensor(tensor: Any) -> Any:
     return tensor.contiguous()
 
 
+def chw_uint8(image: np.ndarray) -> np.ndarray:
+    """HxWx3 uint8 to contiguous 3xHxW uint8: what a loader ships when the accelerator normalises."""
+    return np.ascontiguousarray(image.transpose(2, 0, 1))
+
+
 def chw_float(image: np.ndarray) -> np.ndarray:
     """HxWx3 float to contiguous 3xHxW float32: the numpy libraries' 'to CHW float tensor'."""
     return np.ascontiguousarray(image.transpose(2, 0, 1), dtype=np.float32)

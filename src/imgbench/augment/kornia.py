@@ -132,6 +132,7 @@ def _train() -> list[Any]:
 
 PIPELINE_STEPS: dict[str, Callable[[], list[Any]]] = {
     "train-classification": lambda: [*_train(), K.Normalize(mean=_MEAN, std=_STD)],
+    "train-uint8": _train,  # Kornia works on floats: back to uint8 at the end, inside the timing
     "light": lambda: [
         K.SmallestMaxSize(spec.RESIZE_SHORT),
         K.CenterCrop(spec.SIZE),
@@ -150,8 +151,10 @@ PIPELINE_STEPS: dict[str, Callable[[], list[Any]]] = {
 
 
 def pipelines(input_kind: InputKind = "chw-uint8-tensor") -> dict[str, Callable[[], Op]]:
-    """uint8 tensors in (one image or a batch), normalised float out; conversion is timed."""
+    """uint8 tensors in (one image or a batch), normalised float out (uint8 for train-uint8);
+    conversions are timed."""
     batched = input_kind.startswith("b")
+    layout = "bchw" if batched else "chw"
 
     def build(name: str) -> Op:
         sequence = K.AugmentationSequential(*PIPELINE_STEPS[name](), keepdim=not batched)
@@ -159,6 +162,12 @@ def pipelines(input_kind: InputKind = "chw-uint8-tensor") -> dict[str, Callable[
         def run(image: torch.Tensor) -> torch.Tensor:
             return sequence(image.float().div_(255.0)).contiguous()
 
-        return Op(run, input_kind, "norm", "bchw" if batched else "chw")
+        if name != "train-uint8":
+            return Op(run, input_kind, "norm", layout)
+
+        def run_uint8(image: torch.Tensor) -> torch.Tensor:
+            return run(image).mul_(255.0).round_().clamp_(0, 255).to(torch.uint8)
+
+        return Op(run_uint8, input_kind, "u8", layout)
 
     return {name: (lambda name=name: build(name)) for name in PIPELINE_STEPS}

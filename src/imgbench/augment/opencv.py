@@ -14,7 +14,7 @@ import cv2
 import numpy as np
 
 from imgbench.augment import handmade, spec
-from imgbench.augment.base import IMAGENET_MEAN, IMAGENET_STD, InputKind, Op, chw_float
+from imgbench.augment.base import IMAGENET_MEAN, IMAGENET_STD, InputKind, Op, chw_float, chw_uint8
 
 LIBRARY = "opencv"
 _MEAN = np.asarray(IMAGENET_MEAN, dtype=np.float32)
@@ -243,6 +243,10 @@ def _train_pipeline(image: np.ndarray) -> np.ndarray:
     return chw_float(normalize(_train(image)))
 
 
+def _train_uint8_pipeline(image: np.ndarray) -> np.ndarray:
+    return chw_uint8(_train(image))
+
+
 def _light_pipeline(image: np.ndarray) -> np.ndarray:
     image = resize(
         image, *handmade.short_side_size(image.shape[1], image.shape[0], spec.RESIZE_SHORT)
@@ -264,6 +268,7 @@ def _heavy_pipeline(image: np.ndarray) -> np.ndarray:
 
 PIPELINES: dict[str, Callable[[], Op]] = {
     "train-classification": lambda: Op(_train_pipeline, "hwc-uint8", "norm", "chw"),
+    "train-uint8": lambda: Op(_train_uint8_pipeline, "hwc-uint8", "u8", "chw"),
     "light": lambda: Op(_light_pipeline, "hwc-uint8", "norm", "chw"),
     "heavy": lambda: Op(_heavy_pipeline, "hwc-uint8", "norm", "chw"),
 }

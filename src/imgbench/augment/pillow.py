@@ -15,7 +15,7 @@ import numpy as np
 from PIL import Image, ImageEnhance, ImageFilter, ImageOps
 
 from imgbench.augment import handmade, spec
-from imgbench.augment.base import IMAGENET_MEAN, IMAGENET_STD, InputKind, Op, chw_float
+from imgbench.augment.base import IMAGENET_MEAN, IMAGENET_STD, InputKind, Op, chw_float, chw_uint8
 
 LIBRARY = "pillow"
 BILINEAR = Image.Resampling.BILINEAR
@@ -168,6 +168,10 @@ def _train_pipeline(image: Image.Image) -> np.ndarray:
     return chw_float(normalize(_train(image)))
 
 
+def _train_uint8_pipeline(image: Image.Image) -> np.ndarray:
+    return chw_uint8(np.asarray(_train(image)))
+
+
 def _light_pipeline(image: Image.Image) -> np.ndarray:
     image = image.resize(handmade.short_side_size(*image.size, spec.RESIZE_SHORT), BILINEAR)
     return chw_float(normalize(center_crop(image)))
@@ -186,6 +190,7 @@ def _heavy_pipeline(image: Image.Image) -> np.ndarray:
 
 PIPELINES: dict[str, Callable[[], Op]] = {
     "train-classification": lambda: Op(_train_pipeline, "pil", "norm", "chw"),
+    "train-uint8": lambda: Op(_train_uint8_pipeline, "pil", "u8", "chw"),
     "light": lambda: Op(_light_pipeline, "pil", "norm", "chw"),
     "heavy": lambda: Op(_heavy_pipeline, "pil", "norm", "chw"),
 }

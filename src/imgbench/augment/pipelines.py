@@ -1,8 +1,11 @@
 """The three pipelines, defined once; every library's adapter builds them from spec.py's values.
 
 All start from a decoded image and end in a contiguous 3x224x224 float32 array or tensor,
-ImageNet-normalised. ``train-classification`` and ``heavy`` are random (checked for shape,
-dtype and range); ``light`` is deterministic and its libraries must agree within tolerance.
+ImageNet-normalised, except ``train-uint8``: train-classification without the float conversion,
+3x224x224 uint8, for loaders that ship uint8 batches and normalise on the accelerator (timm's
+PrefetchLoader, FFCV and DALI do this; it moves a quarter of the bytes between processes).
+``train-classification``, ``train-uint8`` and ``heavy`` are random (checked for shape, dtype and
+range); ``light`` is deterministic and its libraries must agree within tolerance.
 """
 
 from __future__ import annotations
@@ -26,6 +29,13 @@ PIPELINES: tuple[PipelineSpec, ...] = (
         f"RandomResizedCrop {spec.SIZE} (scale {spec.RRC_SCALE}, ratio 3/4..4/3) -> "
         f"horizontal flip p={spec.FLIP_P} -> ColorJitter{spec.JITTER} -> ToDtype float -> "
         "Normalize(ImageNet) -> 3xHxW float32",
+        None,
+    ),
+    PipelineSpec(
+        "train-uint8",
+        f"RandomResizedCrop {spec.SIZE} (scale {spec.RRC_SCALE}, ratio 3/4..4/3) -> "
+        f"horizontal flip p={spec.FLIP_P} -> ColorJitter{spec.JITTER} -> 3xHxW uint8 "
+        "(Normalize left to the accelerator)",
         None,
     ),
     PipelineSpec(

@@ -139,9 +139,10 @@ def _train_steps() -> list[v2.Transform]:
     ]
 
 
-PIPELINE_STEPS: dict[str, Callable[[], tuple[list[v2.Transform], list[v2.Transform]]]] = {
+PIPELINE_STEPS: dict[str, Callable[[], tuple[list[v2.Transform], list[v2.Transform] | None]]] = {
     # (steps on the uint8 image, steps after conversion to float)
     "train-classification": lambda: (_train_steps(), [_normalize()]),
+    "train-uint8": lambda: (_train_steps(), None),  # None: stays uint8, no float conversion
     "light": lambda: (
         [v2.Resize(spec.RESIZE_SHORT, antialias=True), v2.CenterCrop(spec.SIZE)],
         [_normalize()],
@@ -168,12 +169,14 @@ def pipelines(input_kind: InputKind) -> dict[str, Callable[[], Op]]:
     def build(name: str) -> Op:
         on_uint8, on_float = PIPELINE_STEPS[name]()
         to_tensor = [v2.ToImage()] if input_kind == "pil" else []
-        transform = v2.Compose([*on_uint8, *to_tensor, _to_float(), *on_float])
+        to_float = [] if on_float is None else [_to_float(), *on_float]
+        transform = v2.Compose([*on_uint8, *to_tensor, *to_float])
         layout = "bchw" if input_kind.startswith("b") else "chw"
 
         def run(image: Any) -> torch.Tensor:
             return transform(image).contiguous()
 
-        return Op(run, input_kind, "norm", layout)  # type: ignore[arg-type]
+        output = "u8" if on_float is None else "norm"
+        return Op(run, input_kind, output, layout)  # type: ignore[arg-type]
 
     return {name: (lambda name=name: build(name)) for name in PIPELINE_STEPS}

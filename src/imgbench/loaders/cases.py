@@ -1,7 +1,9 @@
 """Loader cases: loader x workers x pipeline, the knobs of the DataLoader, AU, and memory.
 
 One timed item is one batch pulled from the loader (``images_per_item = batch_size``); a round is
-``batches_per_round`` batches; the harness's warm-up rounds are the warm-up batches. Every
+``batches_per_round`` batches (at least two per worker); before the harness's warm-up rounds,
+the batches the workers prefetched while starting are drained untimed, so no timed round
+empties a full queue at memory speed. Every
 process computes on one thread (``threads=1``): parallelism comes from the loader's workers, and
 0 workers is the single-core baseline the speed-up is measured against.
 
@@ -27,6 +29,9 @@ from imgbench.loaders.registry import LoaderSpec, get_loader
 from imgbench.profiles import Profile
 
 DEFAULT_PIPELINE = PipelineConfig()
+# the same work shipped as uint8, normalised on the accelerator: a quarter of the bytes cross
+# processes (docs/loaders.md, "why workers scale less than the cores")
+UINT8_PIPELINE = PipelineConfig(recipe="train-uint8")
 TORCH_WORKER_LOADERS = ("torch-dataloader", "sharded-iterable")  # take start_method & co.
 OUTPUT_SIDE = 224  # the augment stage's train recipe ends in 3 x 224 x 224
 
@@ -36,6 +41,7 @@ class Plan:
     batch_size: int
     batches_per_round: int
     worker_sweep: tuple[int, ...]
+    sweep_pipelines: tuple[PipelineConfig, ...]  # each swept over worker_sweep
     thread_sweep: tuple[int, ...]
     extra_pipelines: tuple[PipelineConfig, ...]
     start_methods: tuple[str, ...]
@@ -50,7 +56,7 @@ def plan_for(profile: Profile) -> Plan:
     cores = os.cpu_count() or 2
     sweep = tuple(sorted({0, 1, 2, cores + 1, *range(4, 2 * cores + 1, 2), 2 * cores}))
     if profile.name == "quick":
-        return Plan(8, 2, (0, 2), (2,), (), (), False, False, (), (), 0)
+        return Plan(8, 2, (0, 2), (DEFAULT_PIPELINE,), (2,), (), (), False, False, (), (), 0)
     pipelines = (
         PipelineConfig(augment="torchvision/v2-tensor"),
         PipelineConfig(augment=NO_AUGMENT),  # decode only: big arrays cross processes
@@ -59,11 +65,11 @@ def plan_for(profile: Profile) -> Plan:
     )
     if profile.name == "full":
         return Plan(
-            32, 4, sweep, (1, 2, 4, 2 * cores), pipelines, ("fork", "spawn", "forkserver"),
+            32, 4, sweep, (DEFAULT_PIPELINE, UINT8_PIPELINE), (1, 2, 4, 2 * cores), pipelines, ("fork", "spawn", "forkserver"),
             True, True, (50, 100, 200, 400), (0, 1, 2, 3, 4), 2_000_000,
         )  # fmt: skip
     return Plan(
-        32, 2, sweep, (2, 4), pipelines, ("fork", "spawn", "forkserver"),
+        32, 4, sweep, (DEFAULT_PIPELINE, UINT8_PIPELINE), (2, 4), pipelines, ("fork", "spawn", "forkserver"),
         True, True, (100, 200), (0, 2, 4), 1_000_000,
     )  # fmt: skip
 
@@ -71,7 +77,7 @@ def plan_for(profile: Profile) -> Plan:
 def loader_cases(profile: Profile) -> list[Case]:
     plan = plan_for(profile)
     dl = functools.partial(loader_case, "torch-dataloader", plan=plan)
-    cases = [dl(w) for w in plan.worker_sweep]
+    cases = [dl(w, config=c) for c in plan.sweep_pipelines for w in plan.worker_sweep]
     cases += [loader_case("threadpool", t, plan=plan) for t in plan.thread_sweep]
     for method in plan.start_methods:
         if method != "fork":
@@ -106,6 +112,7 @@ def tensorflow_cases(plan: Plan) -> list[Case]:
     """tf.data and Keras run in the tensorflow environment; the main one skips them with why."""
     return [
         loader_case("tf-data", 0, plan=plan, config=PipelineConfig(decoder="tensorflow/decode-jpeg", augment="tensorflow")),
+        loader_case("tf-data", 0, plan=plan, config=PipelineConfig(format="tfrecord", decoder="tensorflow/decode-jpeg", augment="tensorflow")),
         loader_case("keras-pydataset", 2, plan=plan, config=PipelineConfig(decoder="pillow/open-convert", augment="pillow/pil")),
     ]  # fmt: skip
 
@@ -131,7 +138,7 @@ def loader_case(
     params: dict[str, Any] = {
         "workers": workers,
         "batch_size": batch_size or plan.batch_size,
-        "batches_per_round": plan.batches_per_round,
+        "batches_per_round": batches_per_round(plan, workers),
         "threads": 1,
         "format": config.format,
         "decoder": config.decoder,
@@ -162,9 +169,17 @@ def loader_case(
     )
 
 
+def batches_per_round(plan: Plan, workers: int) -> int:
+    """At least two batches per worker: N workers deliver their batches in bursts of about N, so
+    a shorter round times a burst (near zero) or a gap, and its median says nothing."""
+    return max(plan.batches_per_round, 2 * workers)
+
+
 def variant_name(config: PipelineConfig, params: dict[str, Any]) -> str:
     """The pipeline, plus every knob that is not the default, so curves never mix them."""
     augment = config.augment.split("/")[0]
+    if config.augment != NO_AUGMENT and config.recipe != DEFAULT_PIPELINE.recipe:
+        augment += "-" + config.recipe.removeprefix("train-")
     parts = [f"{config.format}-{config.decoder.split('/')[0]}-{augment}"]
     if params.get("start_method") not in (None, "fork"):
         parts.append(params["start_method"])
@@ -190,7 +205,7 @@ def _requires(spec: LoaderSpec, config: PipelineConfig) -> tuple[str, ...]:
     needed += find_spec(library, variant).requires
     if config.augment != NO_AUGMENT:
         needed += get_library(config.augment).requires
-    if config.format != FILES:
+    if config.format != FILES and config.format not in spec.own_formats:
         from imgbench.formats.registry import get_format
 
         needed += get_format(config.format).requires
@@ -210,11 +225,13 @@ def _check(params: dict[str, Any]) -> Callable[[], str | None]:
 
 
 # -- prepare ------------------------------------------------------------------------------------
-def make_source(ctx: CaseContext, config: PipelineConfig) -> Any:
+def make_source(ctx: CaseContext, config: PipelineConfig, own_formats: tuple[str, ...] = ()) -> Any:
+    """The pipeline's samples: the dataset's files, or a built imgbench format (or the files,
+    for a loader that builds ``config.format`` itself)."""
     from imgbench.loaders.pipeline import FileSource, FormatSource
 
     entries = _entries_for(ctx, config)
-    if config.format == FILES:
+    if config.format == FILES or config.format in own_formats:
         classes = sorted({e.label for e in entries if e.label is not None})
         index = {name: i for i, name in enumerate(classes)}
         labels = [index[e.label] if e.label is not None else -1 for e in entries]
@@ -258,11 +275,11 @@ def prepare_loader(
         augment=augment,
         recipe=recipe or DEFAULT_PIPELINE.recipe,
     )
-    source = make_source(ctx, config)
+    spec = get_loader(case.library)
+    source = make_source(ctx, config, spec.own_formats)
     if wrap is not None:
         source = wrap(source)
     pipeline = SamplePipeline(source, config)
-    spec = get_loader(case.library)
     batch_size, n_batches = int(params["batch_size"]), int(params["batches_per_round"])
     if len(pipeline) < batch_size:
         import pytest
@@ -280,6 +297,7 @@ def prepare_loader(
         f"{case.library} ({workers} workers)",
         parallel=max(1, workers),
         warmup_batches=ctx.profile.warmup_rounds * n_batches,
+        drain_batches=workers * int(params.get("prefetch_factor") or 0),
         compute=compute,
         **_timeouts(params),
     )

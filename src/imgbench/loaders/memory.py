@@ -19,7 +19,10 @@ from typing import Any
 import numpy as np
 import psutil
 
-DEFAULT_INTERVAL_S = 0.5
+# Reading smaps_rollup walks a process's page tables (about 10 ms for a worker that imported
+# torch) under its mmap lock, which stalls that worker's shared-memory allocations: throughput
+# rows sample every 2 s and record what the sampling cost; the memory experiment samples faster.
+DEFAULT_INTERVAL_S = 2.0
 
 
 def sample_process(proc: psutil.Process) -> dict[str, int] | None:
@@ -48,6 +51,7 @@ class MemorySampler:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._start = 0.0
+        self.sampling_s = 0.0  # wall time spent sampling: the sampler's own overhead
 
     def _name(self, pid: int) -> str:
         if pid == os.getpid():
@@ -57,7 +61,8 @@ class MemorySampler:
         return self._names[pid]
 
     def sample(self) -> None:
-        t = round(time.perf_counter() - self._start, 3)
+        begin = time.perf_counter()
+        t = round(begin - self._start, 3)
         with contextlib.suppress(Exception):  # a worker list read while the loader changes it
             for pid in self.worker_pids():
                 if pid not in self._procs:
@@ -68,6 +73,7 @@ class MemorySampler:
             if point is None:
                 continue
             self.timeline.append({"t_s": t, "process": self._name(pid), **point})
+        self.sampling_s += time.perf_counter() - begin
 
     def _run(self) -> None:
         while not self._stop.wait(self.interval_s):
@@ -90,7 +96,10 @@ class MemorySampler:
             self._thread.join(timeout=5)
             self._thread = None
         self.sample()
-        return summarise(self.timeline, steady_from_s)
+        summary = summarise(self.timeline, steady_from_s)
+        summary["memory_interval_s"] = self.interval_s
+        summary["memory_sampling_s"] = round(self.sampling_s, 4)
+        return summary
 
 
 def summarise(timeline: list[dict[str, Any]], steady_from_s: float = 0.0) -> dict[str, Any]:

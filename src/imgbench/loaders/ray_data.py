@@ -54,7 +54,7 @@ class RayDataLoader:
         self.concurrency = max(1, int(params.get("workers") or 1))
         batch_bytes = self.batch_size * 3 * 224 * 224 * 4  # float32 3x224x224
         self.ahead_bytes = int(params.get("prefetch_factor") or 2) * self.concurrency * batch_bytes
-        self.ray_init_s: float | None = None
+        self.extra: dict[str, Any] = {}  # LoaderRun copies it into the row
         self._ray: Any = None
         self._generator: Any = None
 
@@ -69,7 +69,7 @@ class RayDataLoader:
             _temp_dir=ray_temp_dir(),
             configure_logging=False,
         )
-        self.ray_init_s = clock() - start
+        self.extra["ray_init_s"] = clock() - start
         self._ray = ray
         self._generator = self._stream()
         return self._generator

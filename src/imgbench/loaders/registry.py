@@ -17,6 +17,9 @@ class LoaderSpec:
     processes: bool  # workers are processes (memory per worker is sampled) or threads
     environment: str = "main"
     note: str = ""
+    # formats the loader writes and reads with its own library (it gets the dataset's files):
+    # tf.data writes TFRecord with tf.io, whose protos clash with the tfrecord package's
+    own_formats: tuple[str, ...] = ()
 
     def load(self) -> ModuleType:
         return importlib.import_module(self.module)
@@ -74,6 +77,7 @@ LOADERS: tuple[LoaderSpec, ...] = (
         False,
         environment="tensorflow",
         note="tf.data: map(num_parallel_calls=AUTOTUNE) + prefetch(AUTOTUNE)",
+        own_formats=("tfrecord",),
     ),
     LoaderSpec(
         "keras-pydataset",

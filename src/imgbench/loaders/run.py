@@ -1,6 +1,7 @@
 """One loader under measurement: the harness times ``step`` (one batch), this records the rest.
 
-``start`` builds the stream and times the first batch (worker start-up included); ``step``
+``start`` builds the stream, times the first batch (worker start-up included) and drains what
+the workers prefetched meanwhile (``drain_batches``: workers x prefetch_factor); ``step``
 pulls the next batch under a deadline, forces it to a contiguous tensor, adds its stage times
 and, for AU cases, runs the emulated training step; ``close`` measures a new epoch's start where
 the loader has epochs, stops the memory sampler, shuts the loader down, checks that no worker
@@ -27,7 +28,7 @@ from imgbench.loaders.base import (
     one_line,
     reap,
 )
-from imgbench.loaders.memory import MemorySampler
+from imgbench.loaders.memory import DEFAULT_INTERVAL_S, MemorySampler
 from imgbench.loaders.pipeline import force
 from imgbench.loaders.stages import StageTimes, stage_extra
 
@@ -40,15 +41,17 @@ class LoaderRun:
         *,
         parallel: int,
         warmup_batches: int,
+        drain_batches: int = 0,
         compute: ComputeStep | None = None,
         batch_timeout_s: float = BATCH_TIMEOUT_S,
         first_batch_timeout_s: float = FIRST_BATCH_TIMEOUT_S,
-        memory_interval_s: float = 0.5,
+        memory_interval_s: float = DEFAULT_INTERVAL_S,
     ) -> None:
         self.loader = loader
         self.name = name
         self.parallel = parallel
         self.warmup_batches = warmup_batches
+        self.drain_batches = drain_batches
         self.compute = compute
         self.batch_timeout_s = batch_timeout_s
         self.first_batch_timeout_s = first_batch_timeout_s
@@ -77,6 +80,10 @@ class LoaderRun:
                 self._iterator = self.loader.batches()
                 force(next(self._iterator))
             self.extra["time_to_first_batch_s"] = clock() - begin
+            with deadline(self.first_batch_timeout_s, f"{self.name}: draining the prefetch"):
+                for _ in range(self.drain_batches):
+                    force(next(self._iterator))
+            self.extra["drained_batches"] = self.drain_batches
             self._seen_pids.update(self.loader.worker_pids())
         except BaseException as exc:
             self._failed = True
@@ -174,6 +181,7 @@ class LoaderRun:
             stages.pop("parallel_efficiency", None)
             stages.pop("wall_s_per_image", None)
         self.extra.update(stages)
+        self.extra.update(getattr(self.loader, "extra", None) or {})  # what the loader recorded
         outside = getattr(self.loader, "stage_times", None)  # a loader that times them itself
         if "stage_times_s" not in self.extra and outside:
             self.extra["stage_times_s"] = dict(outside)
