@@ -99,8 +99,13 @@ def ci_command(
     head: Annotated[str, typer.Option(help="head revision")] = "HEAD",
     profile: Annotated[str, typer.Option(help="quick | default | full")] = "quick",
     repeats: Annotated[
-        int, typer.Option(min=1, help="alternating runs per side; the rounds are split over them")
-    ] = 3,
+        int,
+        typer.Option(
+            min=1,
+            help="alternating runs per side, the rounds split over them; 5 or more: the test "
+            "is on the runs' medians (docs/regression.md)",
+        ),
+    ] = 10,
     rounds: Annotated[
         int | None, typer.Option(min=1, help="timed rounds per case and side (default: profile's)")
     ] = None,

@@ -73,6 +73,9 @@ class RegressionConfig:
     confidence: float = 0.95  # two-sided bootstrap confidence level
     resamples: int = 2000  # bootstrap resamples
     seed: int = 0  # bootstrap seed, so a report is reproducible
+    # with at least this many runs per side, the test and the CI are on the runs' medians: the
+    # unit that varies between processes and moments of the machine (docs/regression.md)
+    min_runs: int = 5
     metrics: tuple[str, ...] = tuple(HIGHER_IS_BETTER)
     advisory: tuple[str, ...] = DEFAULT_ADVISORY  # reported, never fail the check
     metric_thresholds: dict[str, float] = field(default_factory=dict)
@@ -143,6 +146,7 @@ def config_from_table(table: dict[str, Any], source: str = "config") -> Regressi
         "confidence",
         "resamples",
         "seed",
+        "min_runs",
         "metrics",
         "advisory",
         "metric_thresholds",
@@ -191,6 +195,7 @@ def config_from_table(table: dict[str, Any], source: str = "config") -> Regressi
         confidence=table.get("confidence", base.confidence),
         resamples=int(table.get("resamples", base.resamples)),
         seed=int(table.get("seed", base.seed)),
+        min_runs=max(2, int(table.get("min_runs", base.min_runs))),
         metrics=tuple(table.get("metrics", base.metrics)),
         advisory=tuple(table.get("advisory", base.advisory)),
         metric_thresholds=thresholds,

@@ -5,6 +5,9 @@ baseline and a candidate the way a CI job would measure them and runs the real d
 
 - ``interleaved`` (what ``imgbench ci`` does): 2 x repeats consecutive runs, alternately
   assigned to baseline and candidate, ``rounds / repeats`` rounds drawn from each;
+- ``runs``: ``repeats`` runs per side drawn at random, without overlap, from all the recorded
+  runs (interleaving's aim: both sides sample the same spread of process states), ``rounds /
+  repeats`` rounds from each; many more distinct A/A pairs than consecutive windows give;
 - ``separate``: two different runs, ``rounds`` rounds each (two jobs at different times);
 - ``split``: one run's rounds dealt alternately to the two sides (round-level interleaving).
 
@@ -30,7 +33,7 @@ from imgbench.compare.config import RegressionConfig, load_config
 from imgbench.compare.stats import REGRESSED, SideCase, compare_cases, side_cases
 from imgbench.results.store import load_results
 
-SCHEMES = ("interleaved", "separate", "split")
+SCHEMES = ("interleaved", "runs", "separate", "split")
 # images/s stands for its twins (MB/s, MP/s: the same round times scaled); latency is advisory
 SIM_METRICS = ("images_per_s_median", "peak_rss_bytes")
 
@@ -89,8 +92,14 @@ def _draw(
     values = case.per_round["images_per_s_median"]
     if pick is None:
         pick = rng.choice(len(values), size=min(rounds, len(values)), replace=False)
+    drawn = values[pick]
     return SideCase(
-        case.case_id, case.stage, {"images_per_s_median": values[pick]}, dict(case.values), 1
+        case.case_id,
+        case.stage,
+        {"images_per_s_median": drawn},
+        dict(case.values),
+        1,
+        {"images_per_s_median": np.array([np.median(drawn)])},
     )
 
 
@@ -102,7 +111,10 @@ def _merge(parts: list[SideCase]) -> SideCase:
     values = {
         m: float(np.median([p.values[m] for p in parts if m in p.values])) for m in first.values
     }
-    return SideCase(first.case_id, first.stage, per_round, values, len(parts))
+    per_run = {
+        "images_per_s_median": np.concatenate([p.per_run["images_per_s_median"] for p in parts])
+    }
+    return SideCase(first.case_id, first.stage, per_round, values, len(parts), per_run)
 
 
 def _sides(
@@ -133,9 +145,14 @@ def _sides(
             {c: _draw(runs[i][c], rounds, rng) for c in cases},
             {c: _draw(runs[j][c], rounds, rng) for c in cases},
         )
-    start = rng.integers(len(runs) - 2 * repeats + 1)
-    window = runs[start : start + 2 * repeats]
-    flip = rng.integers(2)
+    if scheme == "runs":
+        chosen = rng.choice(len(runs), size=2 * repeats, replace=False)
+        window = [runs[k] for k in chosen]
+        flip = 0
+    else:
+        start = rng.integers(len(runs) - 2 * repeats + 1)
+        window = runs[start : start + 2 * repeats]
+        flip = rng.integers(2)
     per_run = math.ceil(rounds / repeats)
     base_runs = [r for k, r in enumerate(window) if k % 2 == flip]
     cand_runs = [r for k, r in enumerate(window) if k % 2 != flip]
@@ -146,8 +163,10 @@ def _sides(
 
 
 def _slowed(case: SideCase, slowdown: float) -> SideCase:
-    per_round = {"images_per_s_median": case.per_round["images_per_s_median"] / (1 + slowdown)}
-    return SideCase(case.case_id, case.stage, per_round, dict(case.values), case.runs)
+    metric = "images_per_s_median"
+    per_round = {metric: case.per_round[metric] / (1 + slowdown)}
+    per_run = {metric: case.per_run[metric] / (1 + slowdown)}
+    return SideCase(case.case_id, case.stage, per_round, dict(case.values), case.runs, per_run)
 
 
 def error_rates(
@@ -166,7 +185,7 @@ def error_rates(
         raise ValueError(f"scheme must be one of {SCHEMES}")
     config = replace(config or RegressionConfig(), metrics=SIM_METRICS, resamples=500)
     runs = recorded_runs(frame)
-    needed = 2 * repeats if scheme == "interleaved" else 2 if scheme == "separate" else 1
+    needed = 2 * repeats if scheme in ("interleaved", "runs") else 2 if scheme == "separate" else 1
     if len(runs) < needed:
         raise ValueError(f"{scheme} with {repeats} repeats needs {needed} runs, got {len(runs)}")
     cases = list(runs[0])
@@ -187,7 +206,7 @@ def error_rates(
     return ErrorRates(
         scheme=scheme,
         rounds=rounds,
-        repeats=repeats if scheme == "interleaved" else 1,
+        repeats=repeats if scheme in ("interleaved", "runs") else 1,
         trials=trials,
         false_alarm_rate=alarms / trials,
         power={s: hits[s] / trials for s in slowdowns},
@@ -206,13 +225,21 @@ def main(argv: list[str] | None = None) -> None:  # pragma: no cover - a reprodu
     parser.add_argument("--decide-on", choices=("ci", "median"), default=None)
     parser.add_argument("--alpha", type=float, default=None)
     parser.add_argument("--max-cv", type=float, default=None, help="keep only calm runs")
+    parser.add_argument(
+        "--min-runs", type=int, default=None, help="runs per side for the run-level test"
+    )
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--slowdowns", type=float, nargs="+", default=[0.05, 0.10, 0.20], help="A/B slowdowns"
+    )
     args = parser.parse_args(argv)
     frame = load_results(args.runs).frame
     if args.max_cv is not None:
         frame = calm_runs(frame, args.max_cv)
     config = load_config()
     config = config.with_overrides(decide_on=args.decide_on, alpha=args.alpha)
+    if args.min_runs is not None:
+        config = replace(config, min_runs=args.min_runs)
     for scheme in args.scheme:
         for rounds in args.rounds:
             rates = error_rates(
@@ -223,6 +250,7 @@ def main(argv: list[str] | None = None) -> None:  # pragma: no cover - a reprodu
                 trials=args.trials,
                 config=config,
                 seed=args.seed,
+                slowdowns=tuple(args.slowdowns),
             )
             print(json.dumps(rates.as_dict()), flush=True)
 

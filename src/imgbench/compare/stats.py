@@ -9,7 +9,12 @@ A case regresses on a metric only when both hold:
    the threshold, so a true slowdown of exactly the threshold is caught (the point estimate would
    catch it half the time); with ``"median"`` the ratio of medians itself must.
 
-Throughput metrics have one raw value per timed round (work per round / round seconds). Metrics
+Throughput metrics have one raw value per timed round (work per round / round seconds). When
+both sides hold at least ``min_runs`` runs (``imgbench ci --repeats``), the test, the ratio and
+the CI are on the runs' medians instead (and metrics stored once per run are tested on those
+values): on a shared machine a whole process, or the moment it
+ran, shifts every round of a case by more than a regression threshold, so rounds pooled over runs
+are not independent and a test on them raises false alarms; the runs are. Metrics
 stored as one value per case (latency quantiles, peak RSS) have nothing to test: they are judged
 by the threshold alone, and the report says so. Metrics listed as advisory in the config are
 reported but never fail the check.
@@ -38,7 +43,8 @@ PER_ROUND_WORK: dict[str, tuple[str, float]] = {
 MIN_SAMPLES = 3  # fewer raw rounds than this per side: threshold only
 
 REGRESSED, IMPROVED, UNCHANGED = "regressed", "improved", "unchanged"
-METHOD_TEST = "mann-whitney"
+METHOD_TEST = "mann-whitney"  # on the rounds of one run per side (or of too few runs)
+METHOD_RUNS = "welch t on log run medians"
 METHOD_THRESHOLD = "threshold only (one value per run, no raw samples)"
 
 
@@ -55,6 +61,7 @@ class SideCase:
     per_round: dict[str, np.ndarray]  # metric -> raw per-round values
     values: dict[str, float]  # metric -> median over the side's runs of the recorded value
     runs: int
+    per_run: dict[str, np.ndarray] = field(default_factory=dict)  # metric -> each run's median
 
 
 @dataclass
@@ -144,6 +151,25 @@ def bootstrap_ratio_ci(
     return float(low), float(high)
 
 
+def run_level_test(
+    baseline: np.ndarray, candidate: np.ndarray, candidate_worse_if: str, confidence: float
+) -> tuple[float, float, float, float]:
+    """Welch's t-test on the log of each run's median: (ratio, ci_low, ci_high, one-sided p).
+
+    A run's median is one draw of "how fast was this process at that moment"; their logs are
+    close to normal, and Welch's test on them can reach small p-values with five runs a side,
+    where a rank test of 5 vs 5 cannot go below 1/252. The ratio is the geometric mean ratio.
+    """
+    lb, lc = np.log(baseline), np.log(candidate)
+    if np.ptp(lb) == 0 and np.ptp(lc) == 0:
+        ratio = float(np.exp(lc[0] - lb[0]))
+        return ratio, ratio, ratio, 1.0 if ratio == 1 else 0.0
+    result = stats.ttest_ind(lc, lb, equal_var=False, alternative=candidate_worse_if)
+    ci = stats.ttest_ind(lc, lb, equal_var=False).confidence_interval(confidence)
+    ratio = float(np.exp(lc.mean() - lb.mean()))
+    return ratio, float(np.exp(ci.low)), float(np.exp(ci.high)), float(result.pvalue)
+
+
 def one_sided_p(baseline: np.ndarray, candidate: np.ndarray, candidate_worse_if: str) -> float:
     """Mann-Whitney U p-value for 'candidate is lower' (``less``) or 'higher' (``greater``)."""
     if np.array_equal(np.sort(baseline), np.sort(candidate)):
@@ -175,15 +201,20 @@ def side_cases(frame: pd.DataFrame, metrics: tuple[str, ...]) -> dict[str, SideC
     cases: dict[str, SideCase] = {}
     for case_id, rows in ok.groupby("case_id", sort=True):
         per_round: dict[str, np.ndarray] = {}
+        per_run: dict[str, np.ndarray] = {}
         values: dict[str, float] = {}
         for metric in metrics:
             chunks = [v for row in rows.itertuples() if (v := _per_round(row, metric)) is not None]
+            chunks = [c for c in chunks if len(c)]
             if chunks:
                 per_round[metric] = np.concatenate(chunks)
+                per_run[metric] = np.array([np.median(c) for c in chunks])
             recorded = pd.to_numeric(rows[metric], errors="coerce").dropna()
             recorded = recorded[recorded > 0]
             if len(recorded):
                 values[metric] = float(recorded.median())
+                if metric not in per_run:  # one value per run (latency, memory): the runs are
+                    per_run[metric] = recorded.to_numpy(dtype=float)  # the samples
         stage = rows["stage"].dropna()
         cases[str(case_id)] = SideCase(
             case_id=str(case_id),
@@ -191,6 +222,7 @@ def side_cases(frame: pd.DataFrame, metrics: tuple[str, ...]) -> dict[str, SideC
             per_round=per_round,
             values=values,
             runs=rows["run_id"].nunique(),
+            per_run=per_run,
         )
     return cases
 
@@ -301,9 +333,26 @@ def compare_cases(
                 "threshold": threshold,
             }
             xb, xc = b.per_round.get(metric), c.per_round.get(metric)
-            if xb is not None and xc is not None and min(len(xb), len(xc)) >= MIN_SAMPLES:
+            method = METHOD_TEST
+            rb, rc = b.per_run.get(metric), c.per_run.get(metric)
+            if rb is not None and rc is not None and min(len(rb), len(rc)) >= config.min_runs:
+                xb, xc, method = rb, rc, METHOD_RUNS
+            if method == METHOD_RUNS:
+                _, low, high, p_worse = run_level_test(xb, xc, worse_if, config.confidence)
                 row.update(
-                    method=METHOD_TEST,
+                    method=method,
+                    n_baseline=len(xb),
+                    n_candidate=len(xc),
+                    baseline=float(np.exp(np.log(xb).mean())),
+                    candidate=float(np.exp(np.log(xc).mean())),
+                    p_worse=p_worse,
+                    p_better=run_level_test(xb, xc, better_if, config.confidence)[3],
+                    _ci=(low, high),
+                )
+                tested.append(row)
+            elif xb is not None and xc is not None and min(len(xb), len(xc)) >= MIN_SAMPLES:
+                row.update(
+                    method=method,
                     n_baseline=len(xb),
                     n_candidate=len(xc),
                     baseline=float(np.median(xb)),
@@ -334,14 +383,17 @@ def compare_cases(
     for row in rows:
         higher, threshold = row["higher_is_better"], row["threshold"]
         samples = row.pop("_samples", None)
-        if samples is None:
+        run_ci = row.pop("_ci", None)
+        if samples is None and run_ci is None:
             row["ci_low"] = row["ci_high"] = math.nan
             row["verdict"] = _verdict_threshold(row["cost"], threshold)
             continue
         need_ci = ci_for_all or (
             row["p_worse_adjusted"] < config.alpha and config.decide_on == "ci"
         )
-        if need_ci:
+        if run_ci is not None:
+            low, high = run_ci
+        elif need_ci:
             low, high = bootstrap_ratio_ci(
                 *samples, config, key=f"{row['case_id']}|{row['metric']}"
             )
