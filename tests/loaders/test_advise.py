@@ -80,7 +80,7 @@ def test_reaching_configurations_fewest_workers_and_least_memory_first(tmp_path:
     )
     table = result.output.split("Reaching the target")[1]
     assert table.index("threadpool") < table.index("torch-dataloader")  # 1.0 GB before 1.5 GB
-    assert "augment (1.60 ms/image)" in result.output
+    assert "augment 1.60 ms/img" in result.output
     assert "99" not in result.output.split("Reaching the target")[1]  # AU rows are not steady state
 
 
@@ -100,3 +100,12 @@ def test_no_results(tmp_path: Path) -> None:
     )
     assert result.exit_code == 2
     assert "no loader rows" in result.output
+
+
+def test_an_80_column_terminal_folds_instead_of_cutting(tmp_path: Path) -> None:
+    result = CliRunner(env={"COLUMNS": "80"}).invoke(
+        app, ["advise", "--target", "500", "--results", str(_results(tmp_path))]
+    )
+    assert result.exit_code == 0, result.output
+    assert "…" not in result.output
+    assert max(len(line) for line in result.output.splitlines()) <= 80

@@ -78,7 +78,7 @@ def limiting_stage(extra: dict[str, Any]) -> str:
     if not times:
         return "unknown (no stage times)"
     stage = max(times, key=times.get)
-    text = f"{stage} ({1e3 * times[stage]:.2f} ms/image)"
+    text = f"{stage} {1e3 * times[stage]:.2f} ms/img"
     efficiency = extra.get("parallel_efficiency")
     if isinstance(efficiency, int | float) and efficiency < OVERHEAD_LIMITED:
         text = (
@@ -126,15 +126,23 @@ def workers_needed(pipeline_s_per_image: float | None, target: float) -> int | N
     return math.ceil(pipeline_s_per_image * target)
 
 
+def _batch(row: pd.Series) -> str:  # "32", not "32.0" (the column is float where rows lack it)
+    size = row["batch_size"]
+    return str(int(size)) if isinstance(size, int | float) and size == size else "?"
+
+
 def _config_label(row: pd.Series) -> str:
-    knobs = f"{row['library']} · {row['variant']}"
-    return f"{knobs} · batch {row['batch_size']}"
+    return f"{row['library']} · {row['variant']} · batch {_batch(row)}"
 
 
 def _table(rows: pd.DataFrame, title: str) -> Table:
+    """Narrow enough for 80 columns: the variant folds onto its own line instead of being cut."""
     table = Table(title=title, title_justify="left")
-    for column in ("configuration", "workers", "images/s", "peak PSS, MB", "limited by"):
-        table.add_column(column, justify="right" if column in ("workers", "images/s") else "left")
+    table.add_column("loader · pipeline · batch", overflow="fold", min_width=30, ratio=1)
+    table.add_column("wk", justify="right")
+    table.add_column("img/s", justify="right")
+    table.add_column("PSS MB", justify="right")
+    table.add_column("limited by", overflow="fold")
     for _, row in rows.iterrows():
         memory = row["memory_bytes"]
         table.add_row(
