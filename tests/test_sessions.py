@@ -26,7 +26,25 @@ def test_default_adds_environments_and_real_photos_for_readers() -> None:
         "default-tensorflow-real-sample",
     ]
     real = [s for s in sessions if s.dataset == "real-sample"]
-    assert all(s.bench_target == BENCHES / "bench_readers.py" for s in real)
+    readers_and_loaders = (BENCHES / "bench_readers.py", BENCHES / "bench_loaders.py")
+    assert all(s.bench_targets == readers_and_loaders and s.secondary for s in real)
+    args = real[0].args("python", get_profile("default"), Path("out"), None)
+    assert args[3:5] == [str(p) for p in readers_and_loaders]
+    assert "--imgbench-secondary" in args
+    assert not any(s.secondary for s in sessions if s.dataset is None)
+
+
+def test_secondary_sessions_thin_the_loader_plan() -> None:
+    from dataclasses import replace
+
+    from imgbench.loaders.cases import loader_cases
+
+    default = get_profile("default")
+    main = loader_cases(default)
+    extra = loader_cases(replace(default, secondary=True))
+    assert {c.library for c in extra} >= {"torch-dataloader", "ray-data", "tf-data", "threadpool"}
+    assert "cow-experiment" not in {c.library for c in extra}
+    assert 15 < len(extra) < len(main)
 
 
 def test_user_dataset_and_env_narrow_the_plan() -> None:

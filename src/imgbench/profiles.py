@@ -20,8 +20,10 @@ class Profile:
     description: str
     # isolated environments `imgbench run` also runs (their own cases only)
     environments: tuple[str, ...] = ()
-    # more datasets the readers bench runs on, so every codec has real photos
+    # more datasets the readers and loaders benches run on, so every codec and the whole
+    # pipeline meet real photos; those sessions are "secondary" (loaders thin their plan)
     reader_datasets: tuple[str, ...] = ()
+    secondary: bool = False  # this session measures one of reader_datasets (--imgbench-secondary)
 
 
 PROFILES: dict[str, Profile] = {

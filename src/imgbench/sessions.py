@@ -1,8 +1,9 @@
 """What one `imgbench run` executes: a pytest session per environment and dataset.
 
 A profile's matrix spans the main environment, the isolated ones (pillow-simd, TensorFlow: each
-runs only its own cases) and, for the readers, extra datasets so that every codec is measured on
-real photos. Each session writes its own parquet file; they share the run name.
+runs only its own cases) and, for the readers and the loaders, extra datasets so that every
+codec and the whole pipeline are measured on real photos (the loaders with a thinner plan there).
+Each session writes its own parquet file; they share the run name.
 """
 
 from __future__ import annotations
@@ -17,15 +18,20 @@ from imgbench.profiles import Profile
 class Session:
     environment: str
     dataset: str | None  # None: the profile's dataset
-    bench_target: Path  # benches/ or one bench file
+    bench_targets: tuple[Path, ...]  # benches/ or bench files
     save_name: str
+    secondary: bool = False  # one of the profile's extra datasets
+
+    @property
+    def bench_target(self) -> Path:
+        return self.bench_targets[0]
 
     def args(self, python: str, profile: Profile, results: Path, keyword: str | None) -> list[str]:
         args = [
             python,
             "-m",
             "pytest",
-            str(self.bench_target),
+            *(str(t) for t in self.bench_targets),
             f"--imgbench-env={self.environment}",
             f"--imgbench-profile={profile.name}",
             f"--imgbench-results={results}",
@@ -35,6 +41,8 @@ class Session:
         ]
         if self.dataset:
             args.append(f"--dataset={self.dataset}")
+        if self.secondary:
+            args.append("--imgbench-secondary")
         if keyword:
             args += ["-k", keyword]
         return args
@@ -53,9 +61,10 @@ def plan_sessions(
         environments = [environment]
     else:
         environments = ["main", *(profile.environments if with_environments else ())]
-    targets: list[tuple[str | None, Path]] = [(dataset, benches)]
+    targets: list[tuple[str | None, tuple[Path, ...]]] = [(dataset, (benches,))]
     if dataset is None:
-        targets += [(extra, benches / "bench_readers.py") for extra in profile.reader_datasets]
+        extra_benches = (benches / "bench_readers.py", benches / "bench_loaders.py")
+        targets += [(extra, extra_benches) for extra in profile.reader_datasets]
     sessions = []
     for env in environments:
         for ds, target in targets:
@@ -64,7 +73,8 @@ def plan_sessions(
                 parts.append(env)
             if ds is not None and ds != dataset:
                 parts.append(ds)
-            sessions.append(Session(env, ds, target, "-".join(parts)))
+            secondary = ds is not None and ds != dataset
+            sessions.append(Session(env, ds, target, "-".join(parts), secondary))
     return sessions
 
 

@@ -12,7 +12,7 @@ import json
 import os
 import time
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -111,6 +111,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default="main",
         help="the isolated environment this session runs in (main, pillow-simd, tensorflow)",
     )
+    group.addoption(
+        "--imgbench-secondary",
+        action="store_true",
+        default=False,
+        help="this session runs one of the profile's extra datasets: stages thin their plans",
+    )
     group.addoption("--imgbench-rounds", type=int, default=None, help="timed rounds per case")
     group.addoption("--imgbench-max-images", type=int, default=None, help="images per timed round")
 
@@ -123,6 +129,8 @@ def pytest_configure(config: pytest.Config) -> None:
         profile = get_profile(config.getoption("imgbench_profile"))
     except ValueError as exc:
         raise pytest.UsageError(str(exc)) from None
+    if config.getoption("imgbench_secondary"):
+        profile = replace(profile, secondary=True)
     spec = config.getoption("imgbench_dataset")
     if spec and looks_like_path(spec) and not Path(spec).exists():
         raise pytest.UsageError(f"imgbench: dataset path does not exist: {spec}")

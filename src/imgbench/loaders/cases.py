@@ -10,8 +10,9 @@ process computes on one thread (``threads=1``): parallelism comes from the loade
 What each profile runs (``plan_for``): ``quick`` = DataLoader with 0 and 2 workers and the
 thread pool, tiny; ``default`` = the worker sweep 0..2 x cores, start methods, persistent and
 prefetch knobs, the other pipelines, every other loader, Ray Data, the copy-on-access memory
-experiment, and AU under an emulated training step (about 6 minutes on 2 cores); ``full`` =
-more of each.
+experiment, and AU under an emulated training step (about 7 minutes on 2 cores); on the
+profile's extra datasets (real photos, ``profile.secondary``) the sweeps, every loader and AU
+(about 3 minutes); ``full`` = more of each.
 """
 
 from __future__ import annotations
@@ -67,6 +68,11 @@ def plan_for(profile: Profile) -> Plan:
         return Plan(
             32, 4, sweep, (DEFAULT_PIPELINE, UINT8_PIPELINE), (1, 2, 4, 2 * cores), pipelines, ("fork", "spawn", "forkserver"),
             True, True, (50, 100, 200, 400), (0, 1, 2, 3, 4), 2_000_000,
+        )  # fmt: skip
+    if profile.secondary:  # an extra dataset (real photos): the sweeps, every loader and AU
+        return Plan(
+            32, 4, sweep, (DEFAULT_PIPELINE, UINT8_PIPELINE), (2, 4), (), (),
+            False, True, (100, 200), (), 0,
         )  # fmt: skip
     return Plan(
         32, 4, sweep, (DEFAULT_PIPELINE, UINT8_PIPELINE), (2, 4), pipelines, ("fork", "spawn", "forkserver"),
@@ -138,7 +144,7 @@ def loader_case(
     params: dict[str, Any] = {
         "workers": workers,
         "batch_size": batch_size or plan.batch_size,
-        "batches_per_round": batches_per_round(plan, workers),
+        "batches_per_round": batches_per_round(plan, workers, spec),
         "threads": 1,
         "format": config.format,
         "decoder": config.decoder,
@@ -169,10 +175,10 @@ def loader_case(
     )
 
 
-def batches_per_round(plan: Plan, workers: int) -> int:
+def batches_per_round(plan: Plan, workers: int, spec: LoaderSpec) -> int:
     """At least two batches per worker: N workers deliver their batches in bursts of about N, so
     a shorter round times a burst (near zero) or a gap, and its median says nothing."""
-    return max(plan.batches_per_round, 2 * workers)
+    return max(plan.batches_per_round, spec.round_batches_per_worker * workers)
 
 
 def variant_name(config: PipelineConfig, params: dict[str, Any]) -> str:

@@ -20,6 +20,9 @@ class LoaderSpec:
     # formats the loader writes and reads with its own library (it gets the dataset's files):
     # tf.data writes TFRecord with tf.io, whose protos clash with the tfrecord package's
     own_formats: tuple[str, ...] = ()
+    # batches per worker in one timed round: 2 covers the bursts of N workers finishing together;
+    # a loader that hands over many batches at once (Ray Data) needs longer rounds
+    round_batches_per_worker: int = 2
 
     def load(self) -> ModuleType:
         return importlib.import_module(self.module)
@@ -68,6 +71,7 @@ LOADERS: tuple[LoaderSpec, ...] = (
         "ray",
         True,
         note="ray.data on a local cluster (num_cpus = cores); the row that scales past one machine",
+        round_batches_per_worker=8,  # it delivers 4-8 batches at once, then waits
     ),
     LoaderSpec(
         "tf-data",

@@ -1,7 +1,8 @@
 """One loader under measurement: the harness times ``step`` (one batch), this records the rest.
 
 ``start`` builds the stream, times the first batch (worker start-up included) and drains what
-the workers prefetched meanwhile (``drain_batches``: workers x prefetch_factor); ``step``
+the workers computed ahead meanwhile (at least ``drain_batches``: workers x prefetch_factor, then
+until batches have to be waited for); ``step``
 pulls the next batch under a deadline, forces it to a contiguous tensor, adds its stage times
 and, for AU cases, runs the emulated training step; ``close`` measures a new epoch's start where
 the loader has epochs, stops the memory sampler, shuts the loader down, checks that no worker
@@ -29,8 +30,12 @@ from imgbench.loaders.base import (
     reap,
 )
 from imgbench.loaders.memory import DEFAULT_INTERVAL_S, MemorySampler
-from imgbench.loaders.pipeline import force
+from imgbench.loaders.pipeline import batch_images, force
 from imgbench.loaders.stages import StageTimes, stage_extra
+
+DRAIN_WAIT_S = 0.002  # a next() this slow waited for a batch to be made
+DRAIN_MAX_BATCHES = 512
+DRAIN_MAX_S = 60.0
 
 
 class LoaderRun:
@@ -59,6 +64,7 @@ class LoaderRun:
         self.sampler = MemorySampler(loader.worker_pids, interval_s=memory_interval_s)
         self._iterator: Iterator[Batch] | None = None
         self._steps = 0
+        self._images = 0
         self._latencies: list[float] = []
         self._compute_s = 0.0
         self._wall_s = 0.0
@@ -81,9 +87,7 @@ class LoaderRun:
                 force(next(self._iterator))
             self.extra["time_to_first_batch_s"] = clock() - begin
             with deadline(self.first_batch_timeout_s, f"{self.name}: draining the prefetch"):
-                for _ in range(self.drain_batches):
-                    force(next(self._iterator))
-            self.extra["drained_batches"] = self.drain_batches
+                self.extra["drained_batches"] = self._drain()
             self._seen_pids.update(self.loader.worker_pids())
         except BaseException as exc:
             self._failed = True
@@ -92,6 +96,25 @@ class LoaderRun:
             if error is exc:
                 raise
             raise error from exc
+
+    def _drain(self) -> int:
+        """Pull what the loader computed ahead while starting, untimed: at least
+        ``drain_batches``, then on until two batches in a row had to be waited for (the queue is
+        empty: from here on batches arrive as fast as they are made). Ray Data, for one, computes
+        far past its nominal prefetch during its start-up."""
+        assert self._iterator is not None
+        if self.drain_batches <= 0:
+            return 0
+        pulled = waited = 0
+        begin = clock()
+        while pulled < DRAIN_MAX_BATCHES and clock() - begin < DRAIN_MAX_S:
+            start = clock()
+            force(next(self._iterator))
+            pulled += 1
+            waited = waited + 1 if clock() - start >= DRAIN_WAIT_S else 0
+            if pulled >= self.drain_batches and waited >= 2:
+                break
+        return pulled
 
     def step(self, _item: object = None) -> None:
         if self._iterator is None:
@@ -118,6 +141,7 @@ class LoaderRun:
             self._latencies.append(waited)
             self._compute_s += spent
             self._wall_s += clock() - begin
+            self._images += batch_images(batch)
             self._stages.add(batch[2], batch[3])
 
     def close(self) -> None:
@@ -154,6 +178,10 @@ class LoaderRun:
             self.extra["epoch_start_error"] = one_line(exc)
 
     def _summarise(self) -> None:
+        if self._images and self._wall_s > 0:
+            # images over wall time across every batch after warm-up: what a bursty loader
+            # sustains, beside the harness's median of rounds
+            self.extra["steady_images_per_s"] = self._images / self._wall_s
         if self._latencies:
             ms = np.asarray(self._latencies) * 1e3
             self.extra["batch_latency_ms"] = {
