@@ -54,3 +54,17 @@ def make_context(root: Path, profile: str = "quick", max_images: int = 16) -> Ca
 @pytest.fixture
 def photo_ctx(photo_dir: Path) -> CaseContext:
     return make_context(photo_dir)
+
+
+@pytest.fixture(scope="session")
+def photo_dir_48(tmp_path_factory: pytest.TempPathFactory, photo_dir: Path) -> Path:
+    """The sixteen photos three times over: enough for the default profile's batches of 32."""
+    import shutil
+
+    root = tmp_path_factory.mktemp("loader-photos-48")
+    for copy in range(3):
+        for path in photo_dir.rglob("*.jpg"):
+            target = root / path.parent.name / f"{path.stem}-{copy}.jpg"
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(path, target)
+    return root

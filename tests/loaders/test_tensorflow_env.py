@@ -7,7 +7,6 @@ is missing these tests skip with that command as the reason.
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -22,18 +21,13 @@ BENCHES = Path(__file__).resolve().parents[2] / "benches"
 
 
 @pytest.fixture(scope="module")
-def tf_rows(tmp_path_factory: pytest.TempPathFactory, photo_dir: Path) -> pd.DataFrame:
+def tf_rows(tmp_path_factory: pytest.TempPathFactory, photo_dir_48: Path) -> pd.DataFrame:
     assert ROOT is not None
     python = env_dir("tensorflow", ROOT) / "bin" / "python"
     if not python.exists():
         pytest.skip("tensorflow env not built here (`imgbench env create tensorflow`)")
     out = tmp_path_factory.mktemp("tf-loaders")
-    dataset = out / "photos"  # 48 images: the default profile's batches are 32
-    for copy in range(3):
-        for path in photo_dir.rglob("*.jpg"):
-            target = dataset / path.parent.name / f"{path.stem}-{copy}.jpg"
-            target.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(path, target)
+    dataset = photo_dir_48  # the default profile's batches are 32
     proc = subprocess.run(
         [
             str(python),

@@ -11,8 +11,11 @@ into the pool, repeated to make long epochs, so Ray's per-epoch start-up does no
 
 from __future__ import annotations
 
+import gc
 import os
 import tempfile
+import threading
+import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -24,7 +27,19 @@ from imgbench.loaders.base import Batch, clock
 from imgbench.loaders.pipeline import NO_AUGMENT, STAGES, SamplePipeline
 
 TMP_ENV = "IMGBENCH_RAY_TMP"
+RAY_DATA_THREADS = ("StreamingExecutor", "iter_threaded", "ray-data")  # name prefixes
+THREADS_EXIT_S = 30.0
 EPOCH_SAMPLES = 4096
+
+
+def _join_threads(prefixes: tuple[str, ...], timeout_s: float) -> list[str]:
+    """Wait for the threads whose names start with one of ``prefixes``; returns those still alive."""
+    deadline = time.monotonic() + timeout_s
+    for thread in threading.enumerate():
+        if thread is threading.current_thread() or not thread.name.startswith(prefixes):
+            continue
+        thread.join(max(0.0, deadline - time.monotonic()))
+    return [t.name for t in threading.enumerate() if t.name.startswith(prefixes) and t.is_alive()]
 
 
 def ray_temp_dir() -> str:
@@ -94,12 +109,19 @@ class RayDataLoader:
                 compute=ray.data.TaskPoolStrategy(size=self.concurrency),
                 batch_format="numpy",
             )
-            batches = dataset.iter_torch_batches(
-                batch_size=self.batch_size, drop_last=True, prefetch_batches=1
+            batches = iter(
+                dataset.iter_torch_batches(
+                    batch_size=self.batch_size, drop_last=True, prefetch_batches=1
+                )
             )
-            for batch in batches:
-                stage_s = batch["stage_s"]
-                yield batch["image"], batch["label"], stage_s, float(batch["collate_s"].sum())
+            try:
+                for batch in batches:
+                    stage_s = batch["stage_s"]
+                    yield batch["image"], batch["label"], stage_s, float(batch["collate_s"].sum())
+            finally:
+                close = getattr(batches, "close", None)
+                if close is not None:
+                    close()  # stops Ray Data's executor threads (see close())
 
     def worker_pids(self) -> list[int]:
         pids = []
@@ -115,6 +137,12 @@ class RayDataLoader:
         generator, self._generator = self._generator, None
         if generator is not None:
             generator.close()  # ends Ray's streaming iteration while the cluster still runs
+            del generator
+            gc.collect()
+        # Ray exits the whole process when a thread uses the Ray worker after ray.shutdown()
+        # ("The core worker has already been shutdown ... The process will exit"): let Ray
+        # Data's executor threads finish first.
+        _join_threads(RAY_DATA_THREADS, timeout_s=THREADS_EXIT_S)
         if self._ray is not None and self._ray.is_initialized():
             self._ray.shutdown()
         self._ray = None
