@@ -84,7 +84,7 @@ def test_min_runs_is_configurable() -> None:
 
 def test_simulated_error_rates_on_the_real_runs(quiet: pd.DataFrame) -> None:
     """Seeded and small: the figures in docs/regression.md come from more trials."""
-    rates = error_rates(quiet, 50, scheme="runs", repeats=5, trials=20, slowdowns=(0.1, 0.5))
+    rates = error_rates(quiet, 100, scheme="runs", repeats=10, trials=12, slowdowns=(0.1, 0.5))
     assert rates.cases == 36 and rates.runs == 30
     assert rates.false_alarm_rate <= 0.05
     assert rates.power[0.5] > rates.power[0.1]

@@ -32,7 +32,7 @@ class CIPlan:
     base: str
     head: str
     profile: str = "quick"
-    repeats: int = 10  # >= min_runs (5): the check tests run medians
+    repeats: int = 10  # >= min_runs (8): the check tests run medians
     rounds: int | None = None  # total timed rounds per case and side; default: the profile's
     dataset: str | None = None
     keyword: str | None = None

@@ -102,7 +102,7 @@ def ci_command(
         int,
         typer.Option(
             min=1,
-            help="alternating runs per side, the rounds split over them; 5 or more: the test "
+            help="alternating runs per side, the rounds split over them; 8 or more: the test "
             "is on the runs' medians (docs/regression.md)",
         ),
     ] = 10,
