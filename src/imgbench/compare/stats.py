@@ -157,56 +157,66 @@ def bootstrap_ratio_ci(
     return float(low), float(high)
 
 
+@dataclass(frozen=True)
+class RunLevelTest:
+    """The run-level comparison of one case and metric (log scale, candidate vs baseline)."""
+
+    ratio: float  # geometric mean ratio of the run medians
+    ci_low: float
+    ci_high: float
+    p: dict[str, float]  # one-sided p-value per alternative: "less" / "greater" (candidate is)
+
+
 def run_level_test(
-    baseline: np.ndarray,
-    candidate: np.ndarray,
-    candidate_worse_if: str,
-    confidence: float,
-    seed: int = 0,
-) -> tuple[float, float, float, float]:
-    """Run-level test on the log of each run's median: (ratio, ci_low, ci_high, one-sided p).
+    baseline: np.ndarray, candidate: np.ndarray, confidence: float, seed: int = 0
+) -> RunLevelTest:
+    """Run-level test on the log of each run's median, both directions at once.
 
     A run's median is one draw of "how fast was this process at that moment". The ratio is the
-    geometric mean ratio and the CI Welch's t interval. The p-value is Welch's t, except where it
+    geometric mean ratio and the CI Welch's t interval. A p-value is Welch's t, except where it
     is small (< ``PERMUTATION_BELOW``): there a permutation test of the difference of mean logs
     replaces it (exact over every split up to ``PERMUTATION_EXACT`` of them), because run medians
     on a shared machine are often bimodal and the t-test then claims too much; a permutation
     test assumes only that runs of the same code are exchangeable.
     """
     lb, lc = np.log(baseline), np.log(candidate)
-    if np.ptp(lb) == 0 and np.ptp(lc) == 0:
-        ratio = float(np.exp(lc[0] - lb[0]))
-        return ratio, ratio, ratio, 1.0 if ratio == 1 else 0.0
-    result = stats.ttest_ind(lc, lb, equal_var=False, alternative=candidate_worse_if)
-    ci = stats.ttest_ind(lc, lb, equal_var=False).confidence_interval(confidence)
     ratio = float(np.exp(lc.mean() - lb.mean()))
-    p = float(result.pvalue)
-    if p < PERMUTATION_BELOW:
-        p = permutation_p(lb, lc, candidate_worse_if, seed)
-    return ratio, float(np.exp(ci.low)), float(np.exp(ci.high)), p
+    if np.ptp(lb) == 0 and np.ptp(lc) == 0:  # no spread: the sign of the shift decides
+        return RunLevelTest(
+            ratio, ratio, ratio, {"less": float(ratio >= 1), "greater": float(ratio <= 1)}
+        )
+    result = stats.ttest_ind(lc, lb, equal_var=False)
+    ci = result.confidence_interval(confidence)
+    t_dist = stats.t(result.df)
+    p = {"less": float(t_dist.cdf(result.statistic)), "greater": float(t_dist.sf(result.statistic))}
+    if min(p.values()) < PERMUTATION_BELOW:
+        permuted = permutation_p(lb, lc, seed)
+        p = {k: permuted[k] if v < PERMUTATION_BELOW else v for k, v in p.items()}
+    return RunLevelTest(ratio, float(np.exp(ci.low)), float(np.exp(ci.high)), p)
 
 
-def permutation_p(lb: np.ndarray, lc: np.ndarray, candidate_worse_if: str, seed: int) -> float:
-    """One-sided permutation p-value of mean(lc) - mean(lb) ("less": candidate lower)."""
+def permutation_p(lb: np.ndarray, lc: np.ndarray, seed: int) -> dict[str, float]:
+    """One-sided permutation p-values of mean(lc) - mean(lb): "less" (candidate lower) and
+    "greater", from the same splits of the pooled runs."""
     pooled = np.concatenate([lb, lc])
     n, k = len(pooled), len(lc)
     observed = lc.mean() - lb.mean()
-    if math.comb(n, k) <= PERMUTATION_EXACT:
+    exact = math.comb(n, k) <= PERMUTATION_EXACT
+    if exact:
         picks = np.array(list(itertools.combinations(range(n), k)))
     else:
         rng = np.random.default_rng(seed)
         picks = np.argsort(rng.random((PERMUTATION_DRAWS, n)), axis=1)[:, :k]
-    total = pooled.sum()
     cand_sum = pooled[picks].sum(axis=1)
-    diffs = cand_sum / k - (total - cand_sum) / (n - k)
+    diffs = cand_sum / k - (pooled.sum() - cand_sum) / (n - k)
     tol = 1e-12 * max(1.0, abs(observed))
-    if candidate_worse_if == "less":
-        hits = int(np.sum(diffs <= observed + tol))
-    else:
-        hits = int(np.sum(diffs >= observed - tol))
-    if math.comb(n, k) <= PERMUTATION_EXACT:
-        return hits / len(diffs)
-    return (hits + 1) / (len(diffs) + 1)
+    hits = {
+        "less": int(np.sum(diffs <= observed + tol)),
+        "greater": int(np.sum(diffs >= observed - tol)),
+    }
+    if exact:
+        return {side: count / len(diffs) for side, count in hits.items()}
+    return {side: (count + 1) / (len(diffs) + 1) for side, count in hits.items()}
 
 
 def one_sided_p(baseline: np.ndarray, candidate: np.ndarray, candidate_worse_if: str) -> float:
@@ -378,16 +388,16 @@ def compare_cases(
                 xb, xc, method = rb, rc, METHOD_RUNS
             if method == METHOD_RUNS:
                 seed = zlib.crc32(f"{case_id}|{metric}".encode()) + config.seed
-                _, low, high, p_worse = run_level_test(xb, xc, worse_if, config.confidence, seed)
+                test = run_level_test(xb, xc, config.confidence, seed)
                 row.update(
                     method=method,
                     n_baseline=len(xb),
                     n_candidate=len(xc),
                     baseline=float(np.exp(np.log(xb).mean())),
                     candidate=float(np.exp(np.log(xc).mean())),
-                    p_worse=p_worse,
-                    p_better=run_level_test(xb, xc, better_if, config.confidence, seed)[3],
-                    _ci=(low, high),
+                    p_worse=test.p[worse_if],
+                    p_better=test.p[better_if],
+                    _ci=(test.ci_low, test.ci_high),
                 )
                 tested.append(row)
             elif xb is not None and xc is not None and min(len(xb), len(xc)) >= MIN_SAMPLES:
