@@ -10,6 +10,7 @@ import importlib
 from dataclasses import dataclass
 
 from imgbench.machine import dist_version
+from imgbench.errors import one_line
 
 # stage -> "module:attribute" of its sequence of specs
 CATALOGS: dict[str, str] = {
@@ -34,8 +35,7 @@ def _import_status(module: str) -> str | None:
     try:
         importlib.import_module(module)
     except Exception as exc:  # ImportError or a library broken at import time
-        text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        return f"cannot import {module}: {text}"
+        return f"cannot import {module}: {one_line(exc)}"
     return None
 
 

@@ -23,6 +23,7 @@ from imgbench.augment.pipelines import OUTPUT_SHAPE, PIPELINE_BY_NAME
 from imgbench.augment.registry import LIBRARIES, AugmentLibrary
 from imgbench.augment.spec import Tolerance
 from imgbench.console import fail
+from imgbench.errors import one_line
 
 PHOTOS = ("astronaut", "coffee", "chelsea")
 # The first of these that has the transform (and draws nothing random) is the reference.
@@ -213,9 +214,7 @@ def check_transform(name: str) -> tuple[Agreement, ...]:
         try:
             results[lib.key] = _outputs(build, images)
         except Exception as exc:  # a library that cannot run the transform is a finding
-            errors[lib.key] = (
-                f"{type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}"
-            )
+            errors[lib.key] = one_line(exc, limit=200)
 
     def fixed(key: str) -> bool:
         row = spec.row(name, key.split("/")[0])

@@ -16,6 +16,8 @@ from pathlib import Path
 
 from PIL import Image
 
+from imgbench.errors import one_line
+
 from .manifest import BadFile, DatasetError, ImageEntry, Manifest, _read
 from .parallel import cpu_count, imap
 
@@ -147,7 +149,7 @@ def inspect_file(root: Path, rel: str, *, max_pixels: int | None = None) -> Imag
             warnings.simplefilter("ignore")
             im = _open_header(data, codec)
     except Exception as exc:
-        return BadFile(rel, f"corrupt {name} header: {_one_line(exc)}")
+        return BadFile(rel, f"corrupt {name} header: {one_line(exc, limit=200)}")
     w, h = im.size
     if w <= 0 or h <= 0:
         return BadFile(rel, f"corrupt {name} header: size {w}x{h}")
@@ -163,7 +165,7 @@ def inspect_file(root: Path, rel: str, *, max_pixels: int | None = None) -> Imag
             warnings.simplefilter("ignore")
             im.load()
     except Exception as exc:
-        msg = _one_line(exc)
+        msg = one_line(exc, limit=200)
         if "truncated" in msg.lower() or isinstance(exc, EOFError):
             return BadFile(rel, f"truncated {name} ({msg})")
         return BadFile(rel, f"cannot decode {name} ({mode}): {msg}")
@@ -172,7 +174,7 @@ def inspect_file(root: Path, rel: str, *, max_pixels: int | None = None) -> Imag
             im.convert("RGB")
         except Exception as exc:
             return BadFile(
-                rel, f"unsupported mode {mode}: cannot convert to RGB ({_one_line(exc)})"
+                rel, f"unsupported mode {mode}: cannot convert to RGB ({one_line(exc, limit=200)})"
             )
     return ImageEntry(
         path=rel,
@@ -184,11 +186,6 @@ def inspect_file(root: Path, rel: str, *, max_pixels: int | None = None) -> Imag
         label=_label(rel),
         sha256=hashlib.sha256(data).hexdigest(),
     )
-
-
-def _one_line(exc: BaseException) -> str:
-    text = " ".join(str(exc).split()) or type(exc).__name__
-    return text[:200]
 
 
 def _inspect_job(job: tuple[str, str, int]) -> ImageEntry | BadFile:

@@ -11,6 +11,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from imgbench.errors import one_line
+
 if TYPE_CHECKING:
     from imgbench.harness.context import CaseContext
 
@@ -79,8 +81,7 @@ class Case:
             try:
                 importlib.import_module(module)
             except Exception as exc:  # an ImportError, or a library broken at import
-                first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-                return f"{self.library}: cannot import {module} ({first})"
+                return f"{self.library}: cannot import {module} ({one_line(exc)})"
         if self.check is not None:
             return self.check()
         return None

@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 
+from imgbench.errors import one_line
 from imgbench.harness.case import Case
 from imgbench.harness.context import CaseContext
 from imgbench.harness.measure import Measurement, measure
@@ -239,9 +240,7 @@ def _skip_reason(report: pytest.TestReport) -> str:
 def _failure_reason(call: pytest.CallInfo[None]) -> str:
     if call.excinfo is None:
         return "failed"
-    text = call.excinfo.exconly().strip()
-    first = text.splitlines()[0] if text else call.excinfo.typename
-    return first[:1000]
+    return one_line(call.excinfo.value)
 
 
 def build_row(

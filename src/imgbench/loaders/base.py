@@ -48,21 +48,6 @@ class Loader(Protocol):
         ...
 
 
-def one_line(exc: BaseException) -> str:
-    """The first line of an error, and for re-raised worker errors the original one too.
-
-    torch re-raises a worker's exception as "Caught ValueError in DataLoader worker process 0."
-    followed by the worker's traceback, whose last line is the error itself.
-    """
-    lines = [line for line in str(exc).strip().splitlines() if line.strip()]
-    if not lines:
-        return type(exc).__name__
-    head = f"{type(exc).__name__}: {lines[0]}"
-    if len(lines) > 1 and lines[0].startswith("Caught "):
-        head += f" -> {lines[-1].strip()}"
-    return head
-
-
 @contextlib.contextmanager
 def deadline(seconds: float, what: str) -> Iterator[None]:
     """Raise LoaderError if the block runs longer than ``seconds`` (main thread only).

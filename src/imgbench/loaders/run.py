@@ -26,9 +26,9 @@ from imgbench.loaders.base import (
     LoaderError,
     clock,
     deadline,
-    one_line,
     reap,
 )
+from imgbench.errors import one_line
 from imgbench.loaders.memory import DEFAULT_INTERVAL_S, MemorySampler
 from imgbench.loaders.pipeline import batch_images, force
 from imgbench.loaders.stages import StageTimes, stage_extra

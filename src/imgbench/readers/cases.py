@@ -21,7 +21,8 @@ from imgbench.harness.context import CaseContext
 from imgbench.profiles import Profile
 from imgbench.readers.base import CODECS, ReaderSpec
 from imgbench.readers.registry import READERS, build_reader, find_spec
-from imgbench.readers.verify import one_line, tolerance, verify_item
+from imgbench.errors import one_line
+from imgbench.readers.verify import tolerance, verify_item
 
 MEMORY = ("memory", None)
 DISK_WARM = ("disk", "warm")

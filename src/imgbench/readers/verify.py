@@ -20,6 +20,7 @@ import numpy as np
 import typer
 
 from imgbench.console import fail
+from imgbench.errors import one_line
 
 # Mean absolute error allowed against the reference, in 8-bit levels.
 TOLERANCE_LOSSLESS = 1.0  # PNG, BMP, TIFF: exact but for 16-bit rounding (>>8 vs /257)
@@ -40,11 +41,6 @@ class Verdict:
     ok: bool
     detail: str  # "pass" with the error, or what is wrong
     mae: float | None = None
-
-
-def one_line(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
 
 
 def reference_decode(data: bytes, reduce: int | None = None) -> np.ndarray:

@@ -9,7 +9,8 @@ from rich.table import Table
 
 from imgbench.readers.base import ReaderSpec
 from imgbench.readers.registry import READERS, build_reader
-from imgbench.readers.verify import Verdict, one_line, tolerance, verify_item
+from imgbench.errors import one_line
+from imgbench.readers.verify import Verdict, tolerance, verify_item
 
 
 class VerifyError(ValueError):

@@ -15,6 +15,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from imgbench.atomic import atomic_file
+from imgbench.errors import one_line
 from imgbench.results.schema import COLUMNS, SCHEMA, SCHEMA_VERSION, to_table
 
 DEFAULT_RESULTS_DIR = Path("results")
@@ -86,7 +87,7 @@ def load_results(*sources: Path | str) -> LoadedResults:
             frames.append(migrate(pq.read_table(path)))
             read.append(path)
         except (OSError, pa.ArrowException, ValueError) as exc:
-            reason = f"{type(exc).__name__}: {exc}".splitlines()[0]
+            reason = one_line(exc)
             skipped.append((path, reason))
             warnings.warn(f"skipped unreadable results file {path}: {reason}", stacklevel=2)
     frame = pd.concat(frames, ignore_index=True) if frames else migrate(SCHEMA.empty_table())
