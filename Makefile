@@ -1,5 +1,5 @@
 # make bench: set up everything, then run the default matrix on the synthetic dataset -> results/*.parquet
-# make test:  set up everything, then ruff and the tests
+# make test:  set up everything, then ruff, mypy and the tests
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
@@ -44,6 +44,7 @@ $(TF_ENV): $(STAMP)
 test: setup $(TF_ENV)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy
 	$(VENV)/bin/pytest tests/ -p no:cacheprovider
 
 format: setup

@@ -17,13 +17,12 @@ import streamlit as st  # noqa: E402
 
 from dashboard.data import cached_results, results_dir  # noqa: E402
 from dashboard.state import BENCH_HINT, View, apply_filters, publish, sidebar_filters  # noqa: E402
+from imgbench.stages import STAGES  # noqa: E402
 
+# Overview first, then one page per stage as registered in imgbench.stages, then the run tools
 PAGES = [
     ("views/overview.py", "Overview", ":material/dashboard:"),
-    ("views/readers.py", "Readers", ":material/image:"),
-    ("views/augment.py", "Augmentations", ":material/auto_fix_high:"),
-    ("views/formats.py", "Formats", ":material/storage:"),
-    ("views/loaders.py", "Loaders", ":material/conveyor_belt:"),
+    *((stage.page, stage.title, stage.icon) for stage in STAGES),
     ("views/compare.py", "Compare", ":material/compare_arrows:"),
     ("views/explorer.py", "Explorer", ":material/table:"),
 ]

@@ -14,6 +14,16 @@ LOG_SPAN = 20.0  # max/min above which an axis goes logarithmic
 IMAGES_PER_S = "images/s"
 LABELS = alt.Axis(labelLimit=320)  # long "library · variant" labels stay readable
 LEGEND = alt.Legend(labelLimit=320)
+# every top-level chart st.altair_chart takes
+AnyChart = (
+    alt.Chart
+    | alt.LayerChart
+    | alt.FacetChart
+    | alt.ConcatChart
+    | alt.HConcatChart
+    | alt.VConcatChart
+    | alt.RepeatChart
+)
 
 
 def scale_for(values: Sequence[float] | pd.Series, zero: bool = True) -> alt.Scale:
@@ -49,7 +59,8 @@ def bar_x(
     return encoding, scale
 
 
-def show(chart: alt.TopLevelMixin) -> None:
+def show(chart: AnyChart) -> None:
+    """Every chart full width, so long labels and facets fit."""
     st.altair_chart(chart, width="stretch")
 
 
@@ -65,19 +76,20 @@ def bars_with_interval(
     color_title: str | None = None,
     tooltip: Sequence[alt.Tooltip | str] = (),
     row: str | None = None,
-) -> alt.TopLevelMixin:
+) -> alt.LayerChart | alt.FacetChart:
     """Horizontal bars of ``value`` per ``category`` with an interval, optionally one row per facet."""
     values = pd.concat([data[value], *(data[c] for c in (low, high) if c)])
     x_encoding, scale = bar_x(value, value_title, values)
     x_title = title_with_scale(value_title, scale)
-    y_offset = {"yOffset": alt.YOffset(f"{color}:N")} if color else {}
-    encode_color = {"color": alt.Color(f"{color}:N", title=color_title or color)} if color else {}
     base = alt.Chart().encode(
         y=alt.Y(f"{category}:N", title=category_title, sort="-x", axis=LABELS),
         tooltip=list(tooltip),
-        **y_offset,
+        yOffset=alt.YOffset(f"{color}:N") if color else alt.Undefined,
     )
-    bars = base.mark_bar().encode(**x_encoding, **encode_color)
+    bars = base.mark_bar().encode(
+        **x_encoding,
+        color=alt.Color(f"{color}:N", title=color_title or color) if color else alt.Undefined,
+    )
     layers: list[alt.Chart] = [bars]
     if low and high:
         layers.append(

@@ -134,6 +134,18 @@ FILTER_COLUMNS = {
 }
 
 
+# The format stage's ``raw-file`` case reads the same bytes from one concatenated file: the disk
+# and page-cache ceiling for the formats, not a format to choose (imgbench.formats.cases).
+STORAGE_CEILING_PREFIX = "raw"
+
+
+def is_storage_ceiling(rows: pd.DataFrame) -> pd.Series:
+    """Format rows of the raw-file ceiling; one rule for every page that ranks formats."""
+    return (rows["stage"] == "format") & rows["library"].astype(str).str.startswith(
+        STORAGE_CEILING_PREFIX
+    )
+
+
 def filter_options(frame: pd.DataFrame) -> dict[str, list[str]]:
     options = {}
     for name, column in FILTER_COLUMNS.items():
@@ -151,7 +163,7 @@ def to_results_parquet(frame: pd.DataFrame) -> bytes:
 
 def parse_json_column(values: Iterable[Any]) -> list[dict[str, Any]]:
     """JSON text per row to dicts; null or broken text becomes {} (the page says what is missing)."""
-    parsed = []
+    parsed: list[dict[str, Any]] = []
     for text in values:
         if not isinstance(text, str) or not text:
             parsed.append({})

@@ -35,13 +35,11 @@ def test_default_adds_environments_and_real_photos_for_readers() -> None:
 
 
 def test_secondary_sessions_thin_the_loader_plan() -> None:
-    from dataclasses import replace
-
     from imgbench.loaders.cases import loader_cases
 
     default = get_profile("default")
     main = loader_cases(default)
-    extra = loader_cases(replace(default, secondary=True))
+    extra = loader_cases(default.on_extra_dataset())
     assert {c.library for c in extra} >= {"torch-dataloader", "ray-data", "tf-data", "threadpool"}
     assert "cow-experiment" not in {c.library for c in extra}
     assert 15 < len(extra) < len(main)

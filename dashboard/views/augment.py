@@ -8,8 +8,8 @@ import pandas as pd
 import streamlit as st
 from dashboard.charts import IMAGES_PER_S, bars_with_interval, scale_for, show
 from dashboard.data import with_json_keys
+from dashboard.intervals import summarise
 from dashboard.state import View, current_view, stage_rows
-from dashboard.stats import summarise
 
 JSON_KEYS = [
     "transform",

@@ -6,12 +6,11 @@ import altair as alt
 import pandas as pd
 import streamlit as st
 from dashboard.charts import IMAGES_PER_S, bar_x, bars_with_interval, show
-from dashboard.data import with_json_keys
+from dashboard.data import is_storage_ceiling, with_json_keys
+from dashboard.intervals import summarise
 from dashboard.state import View, current_view, stage_rows
-from dashboard.stats import summarise
 
 JSON_KEYS = ["order", "bytes_on_disk", "size_ratio", "write_images_per_s", "decode"]
-RAW = "raw"  # library names starting so are plain sequential reads of one file: the ceiling
 
 
 def prepare(rows: pd.DataFrame) -> pd.DataFrame:
@@ -24,7 +23,7 @@ def prepare(rows: pd.DataFrame) -> pd.DataFrame:
 
 def write_and_size(rows: pd.DataFrame) -> pd.DataFrame:
     """Per format: write images/s (extra_json or `write` rows), bytes on disk and size ratio."""
-    formats = rows[~rows["library"].astype(str).str.startswith(RAW)]
+    formats = rows[~is_storage_ceiling(rows)]
     writes = formats[formats["mode"].astype(str) == "write"]
     from_rows = writes.groupby("library")["images_per_s_median"].median()
     table = formats.groupby("library").agg(
@@ -57,7 +56,7 @@ def render(view: View) -> None:
         st.info("No format read rows yet.")
     else:
         summary = summarise(reads, ["format", "library", "cache_state", "order"])
-        tooltip = [
+        tooltip: list[alt.Tooltip | str] = [
             "format:N",
             alt.Tooltip("cache_state:N", title="cache"),
             "order:N",
@@ -67,7 +66,7 @@ def render(view: View) -> None:
             alt.Tooltip("mb_per_s:Q", title="MB/s", format=",.1f"),
         ]
         st.caption(
-            f"`{RAW}` is a plain sequential read of one big file: the disk and page-cache "
+            "`raw-file` is a plain sequential read of one big file: the disk and page-cache "
             "ceiling for the other formats."
         )
         show(

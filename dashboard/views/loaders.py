@@ -8,8 +8,8 @@ import pandas as pd
 import streamlit as st
 from dashboard.charts import IMAGES_PER_S, LABELS, LEGEND, scale_for, show, title_with_scale
 from dashboard.data import with_json_keys
+from dashboard.intervals import summarise
 from dashboard.state import View, current_view, stage_rows
-from dashboard.stats import summarise
 
 JSON_KEYS = ["time_to_first_batch_s", "stage_times_s", "au", "memory_timeline"]
 MEMORY_KINDS = {"PSS": "pss_bytes", "USS": "uss_bytes", "RSS": "rss_bytes"}

@@ -7,7 +7,7 @@ import altair as alt
 import pandas as pd
 import streamlit as st
 from dashboard.charts import IMAGES_PER_S, bar_x, show
-from dashboard.data import with_json_keys
+from dashboard.data import is_storage_ceiling, with_json_keys
 from dashboard.state import BENCH_HINT, View, current_view
 
 from imgbench.results.store import run_summary
@@ -25,9 +25,7 @@ PIPELINE_STEPS = ("format", "read", "augment")  # what one image goes through, i
 def best_per_stage(ok: pd.DataFrame) -> pd.DataFrame:
     """The fastest ok row of each stage (format: read rows only, not writes)."""
     rows = ok[ok["images_per_s_median"].notna() & (ok["mode"].astype(str) != "write")]
-    rows = rows[
-        ~((rows["stage"] == "format") & (rows["library"] == "raw"))
-    ]  # ceiling, not a choice
+    rows = rows[~is_storage_ceiling(rows)]  # the ceiling, not a choice
     if rows.empty:
         return pd.DataFrame(columns=["stage", "step", "library", "variant", "images_per_s"])
     best = rows.loc[rows.groupby("stage")["images_per_s_median"].idxmax()]

@@ -14,8 +14,8 @@ from dashboard.charts import (
     show,
 )
 from dashboard.data import with_json_keys
+from dashboard.intervals import summarise
 from dashboard.state import View, current_view, stage_rows
-from dashboard.stats import summarise
 
 KEYS = ["reader", "library", "variant", "codec", "setting", "threads_label", "decode"]
 
@@ -89,7 +89,7 @@ def render(view: View) -> None:
     setting = st.segmented_control("Mode", settings, default=settings[0], key="readers_mode")
     shown = rows[rows["setting"] == (setting or settings[0])]
     summary = summarise(shown, KEYS)
-    tooltip = [
+    tooltip: list[alt.Tooltip | str] = [
         "library:N",
         "variant:N",
         alt.Tooltip("library_version:N", title="version"),

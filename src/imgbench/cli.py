@@ -15,7 +15,8 @@ from rich.table import Table
 
 from imgbench.console import console, err, fail
 from imgbench.paths import looks_like_path
-from imgbench.profiles import PROFILES
+from imgbench.profiles import ProfileError, get_profile
+from imgbench.stages import STAGES
 
 app = typer.Typer(
     help="Benchmarks for image data pipelines, on your machine and your data.",
@@ -34,17 +35,16 @@ def _attr(target: str) -> Any:
     return getattr(importlib.import_module(module_name), name)
 
 
-# Sub-commands live with their stage; a stage not built yet simply has no command.
-_SUBCOMMANDS: dict[str, tuple[typer.Typer, str]] = {
-    "dataset": (app, "imgbench.datasets.cli:dataset_app"),
-    "compare": (app, "imgbench.compare.cli:compare_command"),
-    "ci": (app, "imgbench.compare.cli:ci_command"),
-    "advise": (app, "imgbench.loaders.advise:advise_command"),
-    "readers": (verify_app, "imgbench.readers.verify:verify_command"),
-    "augment": (verify_app, "imgbench.augment.verify:verify_command"),
-    "formats": (verify_app, "imgbench.formats.verify:verify_command"),
-}
-for _name, (_parent, _target) in _SUBCOMMANDS.items():
+# Sub-commands live with their part; each stage's `imgbench verify NAME` comes from its entry in
+# imgbench.stages.
+_SUBCOMMANDS: list[tuple[str, typer.Typer, str]] = [
+    ("dataset", app, "imgbench.datasets.cli:dataset_app"),
+    ("compare", app, "imgbench.compare.cli:compare_command"),
+    ("ci", app, "imgbench.compare.cli:ci_command"),
+    ("advise", app, "imgbench.loaders.advise:advise_command"),
+    *((s.verify_name, verify_app, s.verify_command) for s in STAGES if s.verify_command),
+]
+for _name, _parent, _target in _SUBCOMMANDS:
     try:
         _obj = _attr(_target)
     except ModuleNotFoundError as _exc:
@@ -63,7 +63,9 @@ for _name, (_parent, _target) in _SUBCOMMANDS.items():
 
 @app.command()
 def run(
-    profile: Annotated[str, typer.Option(help="quick | default | full")] = "default",
+    profile: Annotated[
+        str, typer.Option(help="quick | default | full, or one from pyproject.toml")
+    ] = "default",
     dataset: Annotated[
         str | None, typer.Option(help="a folder of images, or a recipe name from datasets/")
     ] = None,
@@ -91,8 +93,10 @@ def run(
     """Run the matrix through pytest-benchmark: one session (and parquet file) per env and dataset."""
     from imgbench.sessions import combined_exit_code, plan_sessions
 
-    if profile not in PROFILES:
-        raise fail(f"unknown profile {profile!r}; choose one of {', '.join(PROFILES)}")
+    try:
+        chosen = get_profile(profile)
+    except ProfileError as exc:
+        raise fail(str(exc)) from None
     if dataset is not None and looks_like_path(dataset) and not Path(dataset).exists():
         raise fail(f"dataset path does not exist: {dataset}")
     if benches is None:
@@ -102,9 +106,7 @@ def run(
             benches = benches_dir()
         except FileNotFoundError as exc:
             raise fail(str(exc)) from None
-    sessions = plan_sessions(
-        PROFILES[profile], benches, name or profile, dataset, env_name, with_envs
-    )
+    sessions = plan_sessions(chosen, benches, name or profile, dataset, env_name, with_envs)
     started = time.time()
     group = f"{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime(started))}-{name or profile}"
     child_env = {**os.environ, "IMGBENCH_RUN_GROUP": group}
@@ -114,7 +116,7 @@ def run(
             python = _python_for(session.environment, create=env_name is None)
         except RuntimeError as exc:
             raise fail(str(exc)) from None
-        args = session.args(python, PROFILES[profile], results, keyword) + (pytest_args or [])
+        args = session.args(python, chosen, results, keyword) + (pytest_args or [])
         console.print(f"[dim]$ {' '.join(args)}[/]", highlight=False)
         codes.append(subprocess.call(args, env=child_env))
         if codes[-1] not in (0, 1, 5):

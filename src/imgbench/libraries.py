@@ -1,24 +1,14 @@
 """What `imgbench env` reports: each library of the matrix, installed or not, and why.
 
-Each stage's registry module lists its specs (objects with ``library``, ``dist`` and ``requires``)
-and may list ``UNAVAILABLE``: (library, reason) pairs for libraries that cannot run on this stack.
+Each stage (imgbench.stages) names its catalog of LibrarySpec entries and its ``UNAVAILABLE``
+(library, reason) pairs for libraries that cannot run on this stack.
 """
 
 from __future__ import annotations
 
-import importlib
 from dataclasses import dataclass
 
 from imgbench.machine import dist_version
-from imgbench.errors import one_line
-
-# stage -> "module:attribute" of its sequence of specs
-CATALOGS: dict[str, str] = {
-    "read": "imgbench.readers.registry:READERS",
-    "augment": "imgbench.augment.registry:LIBRARIES",
-    "format": "imgbench.formats.registry:FORMATS",
-    "loader": "imgbench.loaders.registry:LOADERS",
-}
 
 
 @dataclass(frozen=True)
@@ -29,14 +19,6 @@ class LibraryStatus:
     version: str | None
     available: bool
     reason: str | None
-
-
-def _import_status(module: str) -> str | None:
-    try:
-        importlib.import_module(module)
-    except Exception as exc:  # ImportError or a library broken at import time
-        return f"cannot import {module}: {one_line(exc)}"
-    return None
 
 
 def _isolated_status(stage: str, library: str, dist: str | None, environment: str) -> LibraryStatus:
@@ -51,27 +33,25 @@ def _isolated_status(stage: str, library: str, dist: str | None, environment: st
 
 
 def library_statuses() -> list[LibraryStatus]:
+    from imgbench.stages import STAGES
+
     statuses: list[LibraryStatus] = []
-    for stage, target in CATALOGS.items():
-        module_name, attr = target.split(":")
-        try:
-            module = importlib.import_module(module_name)
-        except ImportError:
-            continue  # the stage is not built yet
+    for stage in STAGES:
         seen: set[str] = set()
-        for spec in getattr(module, attr, ()):
+        for spec in stage.specs():
             if spec.library in seen:
                 continue
             seen.add(spec.library)
-            environment = getattr(spec, "environment", "main")
-            if environment != "main":
-                statuses.append(_isolated_status(stage, spec.library, spec.dist, environment))
+            if spec.environment != "main":
+                statuses.append(
+                    _isolated_status(stage.name, spec.library, spec.dist, spec.environment)
+                )
                 continue
-            reason = next((r for m in spec.requires if (r := _import_status(m))), None)
+            reason = spec.unmet_requirement()
             version = dist_version(spec.dist) if spec.dist else None
             statuses.append(
-                LibraryStatus(stage, spec.library, spec.dist, version, reason is None, reason)
+                LibraryStatus(stage.name, spec.library, spec.dist, version, reason is None, reason)
             )
-        for library, reason in getattr(module, "UNAVAILABLE", ()):
-            statuses.append(LibraryStatus(stage, library, None, None, False, reason))
+        for library, reason in stage.unavailable_libraries():
+            statuses.append(LibraryStatus(stage.name, library, None, None, False, reason))
     return statuses

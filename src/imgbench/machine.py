@@ -6,7 +6,7 @@ import functools
 import hashlib
 import platform
 import socket
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from importlib import metadata
 from pathlib import Path
 
@@ -41,22 +41,23 @@ def _cpu_model() -> str:
 @functools.cache
 def machine_info() -> MachineInfo:
     """The machine as rows describe it; ``machine_id`` changes when any identifying fact does."""
-    facts = {
-        "hostname": socket.gethostname(),
-        "cpu_model": _cpu_model(),
-        "cpu_cores_logical": psutil.cpu_count(logical=True) or 0,
-        "cpu_cores_physical": psutil.cpu_count(logical=False) or 0,
-        "ram_bytes": psutil.virtual_memory().total,
-        "os": platform.platform(),
-        "arch": platform.machine(),
-        "python_version": platform.python_version(),
-    }
+    facts = MachineInfo(
+        machine_id="",  # filled in below, from the facts
+        hostname=socket.gethostname(),
+        cpu_model=_cpu_model(),
+        cpu_cores_logical=psutil.cpu_count(logical=True) or 0,
+        cpu_cores_physical=psutil.cpu_count(logical=False) or 0,
+        ram_bytes=psutil.virtual_memory().total,
+        os=platform.platform(),
+        arch=platform.machine(),
+        python_version=platform.python_version(),
+    )
     identity = "|".join(
-        str(facts[k])
+        str(getattr(facts, k))
         for k in ("hostname", "cpu_model", "cpu_cores_logical", "ram_bytes", "os", "arch")
     )
     machine_id = hashlib.sha256(identity.encode()).hexdigest()[:16]
-    return MachineInfo(machine_id=machine_id, **facts)  # type: ignore[arg-type]
+    return replace(facts, machine_id=machine_id)
 
 
 @dataclass(frozen=True)

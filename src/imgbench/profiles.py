@@ -1,71 +1,280 @@
-"""Benchmark profiles: how much of the matrix runs, on which dataset, with how many rounds.
+"""Benchmark profiles: how much of each stage runs, on which dataset, with how many rounds.
 
 ``quick`` is this project's CI (every stage thinned, a few minutes on 2 cores), ``default`` is
-``make bench`` (under 20 minutes on 2 cores), ``full`` is everything.
+``make bench`` (under 20 minutes on 2 cores), ``full`` is everything. A profile owns one plan per
+stage (``imgbench.plan``); nothing else looks at a profile's name, so a profile declared only in
+``pyproject.toml`` runs with no code change::
+
+    [tool.imgbench.profiles.jpeg-smoke]
+    base = "quick"                 # any profile above, or another declared one
+    rounds = 3
+    [tool.imgbench.profiles.jpeg-smoke.read]
+    codecs = ["jpeg"]
+    libraries = ["pillow", "opencv/imdecode-rgb"]
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import dataclasses
+import os
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+from imgbench.augment.plan import AugmentPlan
+from imgbench.formats.plan import FormatPlan
+from imgbench.loaders.plan import LoaderPlan
+from imgbench.plan import StagePlan, override
+from imgbench.readers.plan import ReadPlan
+
+P = TypeVar("P", bound=StagePlan)
+
+PYPROJECT_ENV = "IMGBENCH_PYPROJECT"  # a pyproject.toml to read profiles from, instead of ./
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Profile:
     name: str
+    description: str
     dataset: str  # recipe used when no --dataset is given
     rounds: int  # timed rounds per case
     warmup_rounds: int
     max_images: int  # images per timed round (per codec), taken from the start of the manifest
     thread_modes: tuple[int | None, ...]  # 1 = pinned single thread, None = library default
-    description: str
     # isolated environments `imgbench run` also runs (their own cases only)
     environments: tuple[str, ...] = ()
-    # more datasets the readers and loaders benches run on, so every codec and the whole
-    # pipeline meet real photos; those sessions are "secondary" (loaders thin their plan)
-    reader_datasets: tuple[str, ...] = ()
-    secondary: bool = False  # this session measures one of reader_datasets (--imgbench-secondary)
+    # more datasets the stages marked ``extra_datasets`` (readers, loaders) run on, so every codec
+    # and the whole pipeline meet real photos; on those, ``extra_dataset_plans`` override plans
+    extra_datasets: tuple[str, ...] = ()
+    extra_dataset_plans: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    plans: Mapping[str, StagePlan] = field(default_factory=dict)  # stage name -> its plan
+
+    def plan(self, kind: type[P]) -> P:
+        """This profile's plan for a stage; the stage's defaults when the profile has none."""
+        found = self.plans.get(kind.stage)
+        return found if isinstance(found, kind) else kind()
+
+    def on_extra_dataset(self) -> Profile:
+        """The profile as it runs on one of ``extra_datasets``: thinner plans where it says so."""
+        plans = dict(self.plans)
+        for stage, values in self.extra_dataset_plans.items():
+            base = plans.get(stage) or _plan_class(stage)()
+            plans[stage] = override(base, values, f"{self.name}.extra_dataset_plans.{stage}")
+        return dataclasses.replace(self, plans=plans)
 
 
-PROFILES: dict[str, Profile] = {
+def _plan_class(stage: str) -> type[StagePlan]:
+    from imgbench.stages import get_stage
+
+    return get_stage(stage).plan
+
+
+_DEFAULT = Profile(
+    name="default",
+    description="make bench: the default matrix, under 20 minutes on 2 cores",
+    dataset="synthetic-imagenet-like",
+    rounds=10,
+    warmup_rounds=2,
+    max_images=64,
+    thread_modes=(1, None),
+    environments=("pillow-simd", "tensorflow"),
+    extra_datasets=("real-sample",),
+    # on real photos the loaders run the sweeps, every loader and AU (about 3 minutes)
+    extra_dataset_plans={
+        "loader": {
+            "extra_pipelines": [],
+            "start_methods": [],
+            "knobs": False,
+            "cow_workers": [],
+        }
+    },
+    plans={
+        "read": ReadPlan(),
+        "augment": AugmentPlan(),
+        "format": FormatPlan(),
+        "loader": LoaderPlan(),
+    },
+)
+
+BUILTIN: dict[str, Profile] = {
     p.name: p
     for p in (
         Profile(
             name="quick",
+            description="CI smoke profile: every stage thinned; a few minutes on 2 cores",
             dataset="synthetic-small",
             rounds=5,
             warmup_rounds=1,
             max_images=16,
             thread_modes=(1,),
-            description="CI smoke profile: every stage thinned; a few minutes on 2 cores",
+            plans={
+                "read": ReadPlan(
+                    libraries="quick",
+                    codecs=("jpeg", "png"),
+                    disk_threads=(),
+                    reduces=(),
+                    native=False,
+                ),
+                "augment": AugmentPlan(
+                    libraries="quick",
+                    transforms=("hflip", "resize", "rotate", "color_jitter", "normalize"),
+                    pipelines=("train-classification",),
+                    pipeline_threads_default=False,
+                    batch_sizes=(),
+                    max_images=8,
+                    budget_s=1.0,
+                ),
+                "format": FormatPlan(
+                    libraries="quick",
+                    caches=("warm",),
+                    orders=("sequential",),
+                    payloads=("bytes",),
+                ),
+                "loader": LoaderPlan(
+                    libraries="quick",
+                    batch_size=8,
+                    batches_per_round=2,
+                    worker_sweep=(0, 2),
+                    sweep_pipelines=("default",),
+                    thread_sweep=(2,),
+                    extra_pipelines=(),
+                    start_methods=(),
+                    knobs=False,
+                    au_accelerators=(),
+                    cow_workers=(),
+                ),
+            },
         ),
-        Profile(
-            name="default",
-            dataset="synthetic-imagenet-like",
-            rounds=10,
-            warmup_rounds=2,
-            max_images=64,
-            thread_modes=(1, None),
-            description="make bench: the default matrix, under 20 minutes on 2 cores",
-            environments=("pillow-simd", "tensorflow"),
-            reader_datasets=("real-sample",),
-        ),
-        Profile(
+        _DEFAULT,
+        dataclasses.replace(
+            _DEFAULT,
             name="full",
-            dataset="synthetic-imagenet-like",
+            description="everything, with more rounds",
             rounds=20,
             warmup_rounds=3,
             max_images=256,
-            thread_modes=(1, None),
-            description="everything, with more rounds",
-            environments=("pillow-simd", "tensorflow"),
-            reader_datasets=("real-sample", "synthetic-grid"),
+            extra_datasets=("real-sample", "synthetic-grid"),
+            extra_dataset_plans={
+                "loader": {"extra_pipelines": [], "start_methods": [], "knobs": False}
+            },
+            plans={
+                "read": ReadPlan(libraries="all", disk_threads=None, reduces=(2, 4)),
+                "augment": AugmentPlan(
+                    libraries="all",
+                    pipelines="all",
+                    transform_threads_default=True,
+                    batch_sizes=(32, 128),
+                    max_images=256,
+                    budget_s=20.0,
+                ),
+                "format": FormatPlan(libraries="all"),
+                "loader": LoaderPlan(
+                    libraries="all",
+                    thread_sweep=(1, 2, 4, 2 * (os.cpu_count() or 2)),
+                    au_accelerators=(50, 100, 200, 400),
+                    cow_workers=(0, 1, 2, 3, 4),
+                    cow_entries=2_000_000,
+                ),
+            },
         ),
     )
 }
 
+# profile settings a pyproject.toml table may override (besides ``base`` and stage tables)
+_TOP_LEVEL = {
+    "description",
+    "dataset",
+    "rounds",
+    "warmup_rounds",
+    "max_images",
+    "thread_modes",
+    "environments",
+    "extra_datasets",
+}
 
-def get_profile(name: str) -> Profile:
+
+class ProfileError(ValueError):
+    """An unknown profile, or a malformed ``[tool.imgbench.profiles]`` table: one line."""
+
+
+def pyproject_path() -> Path | None:
+    """Where declared profiles are read from: $IMGBENCH_PYPROJECT, ./pyproject.toml, the checkout."""
+    if os.environ.get(PYPROJECT_ENV):
+        return Path(os.environ[PYPROJECT_ENV])
+    here = Path.cwd() / "pyproject.toml"
+    if here.is_file():
+        return here
+    from imgbench.paths import repo_root
+
+    root = repo_root()
+    return root / "pyproject.toml" if root is not None else None
+
+
+def declared_tables(pyproject: Path | None = None) -> dict[str, dict[str, Any]]:
+    """The ``[tool.imgbench.profiles.*]`` tables of a pyproject.toml (none when it has none)."""
+    path = pyproject if pyproject is not None else pyproject_path()
+    if path is None or not path.is_file():
+        return {}
     try:
-        return PROFILES[name]
-    except KeyError:
-        raise ValueError(f"unknown profile {name!r}; choose one of {sorted(PROFILES)}") from None
+        doc = tomllib.loads(path.read_text())
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise ProfileError(f"{path}: not readable TOML ({exc})") from None
+    tables = doc.get("tool", {}).get("imgbench", {}).get("profiles", {})
+    if not isinstance(tables, dict):
+        raise ProfileError(f"{path}: [tool.imgbench.profiles] must be a table of profiles")
+    return tables
+
+
+def profile_names(pyproject: Path | None = None) -> list[str]:
+    return [*BUILTIN, *(n for n in declared_tables(pyproject) if n not in BUILTIN)]
+
+
+def get_profile(name: str, pyproject: Path | None = None) -> Profile:
+    """A built-in profile, or one declared in pyproject.toml as a base plus overrides."""
+    tables = declared_tables(pyproject)
+    return _resolve(name, tables, seen=())
+
+
+def _resolve(name: str, tables: dict[str, dict[str, Any]], seen: tuple[str, ...]) -> Profile:
+    if name in seen:
+        raise ProfileError(f"profile {name!r}: its bases loop ({' -> '.join((*seen, name))})")
+    table = tables.get(name)
+    if table is None:
+        if name in BUILTIN:
+            return BUILTIN[name]
+        known = ", ".join([*BUILTIN, *(n for n in tables if n not in BUILTIN)])
+        raise ProfileError(f"unknown profile {name!r}; choose one of {known}")
+    if not isinstance(table, dict):
+        raise ProfileError(f"[tool.imgbench.profiles.{name}] must be a table")
+    base_name = table.get("base", name if name in BUILTIN else "default")
+    if base_name == name and name in BUILTIN:
+        base = BUILTIN[name]  # a table named like a built-in profile amends it
+    else:
+        base = _resolve(str(base_name), tables, (*seen, name))
+    return _apply(base, name, table)
+
+
+def _apply(base: Profile, name: str, table: dict[str, Any]) -> Profile:
+    from imgbench.stages import STAGES
+
+    where = f"[tool.imgbench.profiles.{name}]"
+    top = {k: v for k, v in table.items() if k in _TOP_LEVEL}
+    stage_names = {s.name for s in STAGES}
+    unknown = sorted(set(table) - _TOP_LEVEL - stage_names - {"base"})
+    if unknown:
+        raise ProfileError(
+            f"{where}: unknown keys {unknown}; settings: {sorted(_TOP_LEVEL)}, "
+            f"stage tables: {sorted(stage_names)}"
+        )
+    try:
+        profile = override(base, top, where) if top else base
+        plans = dict(profile.plans)
+        for stage in STAGES:
+            if stage.name in table:
+                current = plans.get(stage.name) or stage.plan()
+                plans[stage.name] = override(current, table[stage.name], f"{where}.{stage.name}")
+    except ValueError as exc:
+        raise ProfileError(str(exc)) from None
+    return dataclasses.replace(profile, name=name, plans=plans)

@@ -1,8 +1,9 @@
 """What one `imgbench run` executes: a pytest session per environment and dataset.
 
 A profile's matrix spans the main environment, the isolated ones (pillow-simd, TensorFlow: each
-runs only its own cases) and, for the readers and the loaders, extra datasets so that every
-codec and the whole pipeline are measured on real photos (the loaders with a thinner plan there).
+runs only its own cases) and, for the stages marked ``extra_datasets`` (readers, loaders), extra
+datasets so that every codec and the whole pipeline are measured on real photos (with the
+profile's ``extra_dataset_plans`` there).
 Each session writes its own parquet file; they share the run name.
 """
 
@@ -63,8 +64,10 @@ def plan_sessions(
         environments = ["main", *(profile.environments if with_environments else ())]
     targets: list[tuple[str | None, tuple[Path, ...]]] = [(dataset, (benches,))]
     if dataset is None:
-        extra_benches = (benches / "bench_readers.py", benches / "bench_loaders.py")
-        targets += [(extra, extra_benches) for extra in profile.reader_datasets]
+        from imgbench.stages import STAGES
+
+        extra_benches = tuple(benches / Path(s.bench).name for s in STAGES if s.extra_datasets)
+        targets += [(extra, extra_benches) for extra in profile.extra_datasets]
     sessions = []
     for env in environments:
         for ds, target in targets:

@@ -386,6 +386,23 @@ def write_run(folder: Path, spec: RunSpec, **kwargs: Any) -> Path:
     return path
 
 
+def slow_down(rows: list[dict[str, Any]], case_id: str, factor: float) -> list[dict[str, Any]]:
+    """``rows`` with every round of ``case_id`` ``factor`` times longer, its metrics to match."""
+    out = []
+    for row in rows:
+        if row["case_id"] == case_id:
+            row = dict(row)
+            row["samples_s"] = [s * factor for s in row["samples_s"]]
+            for column in [
+                c for c in row if c.endswith(("_per_s_median", "_per_s_q1", "_per_s_q3"))
+            ]:
+                row[column] = row[column] / factor
+            for column in ("latency_ms_median", "latency_ms_p90", "latency_ms_p99", "wall_s"):
+                row[column] = row[column] * factor
+        out.append(row)
+    return out
+
+
 def write_old_schema(folder: Path, spec: RunSpec) -> Path:
     """A file as an older schema version wrote it: fewer columns, schema_version 0."""
     table = pa.Table.from_pylist(run_rows(spec, stages=("read",)))

@@ -5,7 +5,7 @@ from __future__ import annotations
 from imgbench.formats import sqlite as real
 from imgbench.formats.base import FormatSpec
 
-SPEC = FormatSpec("broken-sqlite", "broken", "flips-a-byte", __name__, (), None)
+SPEC = FormatSpec(name="broken-sqlite", library="broken", variant="flips-a-byte", module=__name__)
 write = real.write
 
 

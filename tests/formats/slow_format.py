@@ -11,7 +11,14 @@ from imgbench.formats.base import FormatSpec, Record, WritePlan
 
 Reader = real.Reader
 
-SPEC = FormatSpec("lmdb", "lmdb", "key-per-image", __name__, ("lmdb",), "lmdb")
+SPEC = FormatSpec(
+    name="lmdb",
+    library="lmdb",
+    variant="key-per-image",
+    module=__name__,
+    requires=("lmdb",),
+    dist="lmdb",
+)
 
 
 def write(out: Path, records: Iterable[Record], plan: WritePlan) -> None:

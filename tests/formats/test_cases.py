@@ -4,9 +4,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from imgbench.formats.cases import QUICK_FORMATS, _fs_type, choose_scratch_parent, format_cases
+from imgbench.formats.cases import format_cases
 from imgbench.formats.registry import FORMATS, UNAVAILABLE
+from imgbench.harness.scratch import choose_scratch_parent
+from imgbench.harness.scratch import fs_type as _fs_type
 from imgbench.profiles import get_profile
+
+QUICK_FORMATS = ("folder", "lmdb", "tar", "parquet", "npy-packed")
 
 
 def _params(cases):  # type: ignore[no-untyped-def]

@@ -21,9 +21,9 @@ def test_verify_formats_passes_on_real_photos(photo_dir: Path) -> None:
 
 
 def test_a_mismatch_exits_1(photo_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import imgbench.formats.verify as verify
+    import imgbench.formats.registry as registry
 
-    monkeypatch.setattr(verify, "FORMATS", (*verify.FORMATS, BROKEN))
+    monkeypatch.setattr(registry, "FORMATS", (*registry.FORMATS, BROKEN))
     result = CliRunner().invoke(
         app, ["verify", "formats", "--dataset", str(photo_dir), "-f", "broken-sqlite"]
     )

@@ -42,8 +42,9 @@ class HangsOnIndex(RaisesOnIndex):
 
 def fault_cases(profile: Any) -> list[Any]:
     from imgbench.loaders import cases
+    from imgbench.loaders.plan import LoaderPlan
 
-    plan = cases.plan_for(profile)
+    plan = profile.plan(LoaderPlan)
     raises = functools.partial(cases.prepare_loader, wrap=RaisesOnIndex)
     hangs = functools.partial(cases.prepare_loader, wrap=HangsOnIndex)
     short = {"plan": plan, "batch_timeout_s": 3.0}

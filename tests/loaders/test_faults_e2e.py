@@ -50,7 +50,7 @@ def test_every_fault_is_a_failed_row_with_its_error(fault_run: dict) -> None:
     hung = failed[failed.reason.str.contains("no batch within|no sample within|timed out")]
     assert len(broken) == 3, failed.reason.tolist()
     assert len(hung) == 4, failed.reason.tolist()
-    assert failed.reason.str.contains("^imgbench.loaders.base.LoaderError: ").all()
+    assert failed.reason.str.contains("^LoaderError: ").all()
     assert failed.reason.str.contains(r"torch-dataloader \(|threadpool \(|queue-feeder \(").all()
 
 

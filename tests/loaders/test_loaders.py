@@ -10,10 +10,12 @@ import torch
 from imgbench.harness.context import CaseContext
 from imgbench.loaders import cases
 from imgbench.loaders.pipeline import NO_AUGMENT, FileSource, PipelineConfig, SamplePipeline
+from imgbench.loaders.plan import LoaderPlan
 from imgbench.loaders.registry import get_loader
 from imgbench.loaders.run import LoaderRun
+from imgbench.profiles import get_profile
 
-PLAN = cases.plan_for(__import__("imgbench.profiles", fromlist=["x"]).get_profile("quick"))
+PLAN = get_profile("quick").plan(LoaderPlan)
 
 
 def _run(

@@ -9,8 +9,8 @@ import time
 import numpy as np
 import pytest
 
-from imgbench.loaders.au import ComputeStep, accelerator_utilisation
 from imgbench.errors import one_line
+from imgbench.loaders.au import ComputeStep, accelerator_utilisation
 from imgbench.loaders.base import LoaderError, deadline, reap
 from imgbench.loaders.cases import loader_cases
 from imgbench.loaders.memory import MemorySampler, summarise

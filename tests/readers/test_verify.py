@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 import pytest
 
@@ -61,7 +63,7 @@ def test_verify_item_reports_errors_and_reference_failures() -> None:
 
 
 @pytest.mark.parametrize("bomb", [png_bomb, jpeg_bomb], ids=["png", "jpeg"])
-def test_bombs_never_reach_the_reader(bomb) -> None:
+def test_bombs_never_reach_the_reader(bomb: Callable[[], bytes]) -> None:
     data = bomb()
     calls: list[bytes] = []
     verdict = verify_item(calls.append, data, path="bomb", data=data, key="b", codec="png")

@@ -8,9 +8,11 @@ from pathlib import Path
 import pytest
 from PIL import Image
 from rich.console import Console
+from rich.table import Table
 
 from imgbench.readers.registry import find_spec
-from imgbench.readers.verify_report import _summary_table, verify_reader
+from imgbench.readers.verify import verify_reader
+from imgbench.readers.verify_cli import _summary_table
 from tests.readers.images import PHOTOS, photo, photo_bytes
 
 
@@ -24,7 +26,7 @@ def _images() -> list[tuple[str, str, bytes, str]]:
     return images
 
 
-def _render(table) -> str:  # type: ignore[no-untyped-def]
+def _render(table: Table) -> str:
     console = Console(width=200, record=True, file=io.StringIO())
     console.print(table)
     return console.export_text()

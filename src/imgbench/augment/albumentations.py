@@ -19,7 +19,15 @@ import cv2
 import numpy as np
 
 from imgbench.augment import spec
-from imgbench.augment.base import IMAGENET_MEAN, IMAGENET_STD, InputKind, Op, chw_float, chw_uint8
+from imgbench.augment.base import (
+    IMAGENET_MEAN,
+    IMAGENET_STD,
+    InputKind,
+    Op,
+    OutputKind,
+    chw_float,
+    chw_uint8,
+)
 
 LIBRARY = "albumentations"
 
@@ -34,11 +42,11 @@ class _Rotate90Once(A.RandomRotate90):
         return {"factor": 1}
 
 
-def _op(transform: A.BasicTransform, output: str = "u8") -> Op:
+def _op(transform: A.BasicTransform, output: OutputKind = "u8") -> Op:
     def run(image: np.ndarray) -> np.ndarray:
         return np.ascontiguousarray(transform(image=image)["image"])
 
-    return Op(run, "hwc-uint8", output)  # type: ignore[arg-type]
+    return Op(run, "hwc-uint8", output)
 
 
 def _jitter(b: float = 1.0, c: float = 1.0, s: float = 1.0, h: float = 0.0) -> A.ColorJitter:
@@ -132,9 +140,7 @@ TRANSFORMS: dict[str, Callable[[], Op]] = {
     "sharpen": lambda: _op(A.Sharpen(alpha=(0.5, 0.5), lightness=(1.0, 1.0), p=1)),
     "equalize": lambda: _op(A.Equalize(mode="pil", by_channels=True, p=1)),
     "posterize": lambda: _op(A.Posterize(num_bits=spec.POSTERIZE_BITS, p=1)),
-    "solarize": lambda: _op(
-        A.Solarize(threshold_range=(spec.SOLARIZE_THRESHOLD / 255,) * 2, p=1)  # type: ignore[arg-type]
-    ),
+    "solarize": lambda: _op(A.Solarize(threshold_range=(spec.SOLARIZE_THRESHOLD / 255,) * 2, p=1)),
     "invert": lambda: _op(A.InvertImg(p=1)),
     "normalize": lambda: _op(A.Normalize(mean=IMAGENET_MEAN, std=IMAGENET_STD), "norm"),
     "to_tensor": _to_tensor,

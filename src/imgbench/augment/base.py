@@ -60,10 +60,13 @@ def make_batch(images: Sequence[np.ndarray], kind: InputKind) -> Any:
     """Same-size images stacked into one BxCxHxW tensor (untimed set-up)."""
     import torch
 
-    single = {"bchw-uint8-tensor": "chw-uint8-tensor", "bchw-float-tensor": "chw-float-tensor"}
+    single: dict[str, InputKind] = {
+        "bchw-uint8-tensor": "chw-uint8-tensor",
+        "bchw-float-tensor": "chw-float-tensor",
+    }
     if kind not in single:
         raise ValueError(f"{kind} is not a batch kind")
-    return torch.stack([make_input(im, single[kind]) for im in images]).contiguous()  # type: ignore[arg-type]
+    return torch.stack([make_input(im, single[kind]) for im in images]).contiguous()
 
 
 def as_hwc(output: Any, op: Op) -> np.ndarray:

@@ -11,7 +11,6 @@ from verify.py in ``extra_json``.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -19,84 +18,34 @@ import numpy as np
 from imgbench.augment import spec
 from imgbench.augment.base import make_batch, make_input
 from imgbench.augment.pipelines import PIPELINES
-from imgbench.augment.registry import LIBRARIES, AugmentLibrary, get_library
-from imgbench.harness.case import Case, Workload
+from imgbench.augment.plan import AugmentPlan
+from imgbench.augment.registry import AugmentLibrary, get_library, libraries
+from imgbench.harness.case import Case, Workload, spec_case
 from imgbench.harness.context import CaseContext
+from imgbench.library import select
 from imgbench.profiles import Profile
 
-# train-uint8 is the loaders' variant of train-classification: the full profile times it here too
-DEFAULT_PIPELINES = ("train-classification", "light", "heavy")
 FIXED_SIDE = 320  # batch inputs (and their per-image twins) are resized to 320x320
 
 
-@dataclass(frozen=True)
-class Plan:
-    libraries: tuple[str, ...] | None  # library/variant keys; None = all
-    transforms: tuple[str, ...] | None  # None = all
-    pipelines: tuple[str, ...]
-    transform_threads_default: bool  # also run transforms with library-default threads
-    pipeline_threads_default: bool  # ... and pipelines (batch cases included)
-    batch_sizes: tuple[int, ...]
-    max_images: int  # cap on images per round
-    budget_s: float  # a case's timed work (rounds x images) is cut to about this
-
-
-PLANS: dict[str, Plan] = {
-    "quick": Plan(
-        libraries=("albumentations/numpy", "torchvision/v2-tensor", "pillow/pil"),
-        transforms=("hflip", "resize", "rotate", "color_jitter", "normalize"),
-        pipelines=("train-classification",),
-        transform_threads_default=False,
-        pipeline_threads_default=False,
-        batch_sizes=(),
-        max_images=8,
-        budget_s=1.0,
-    ),
-    "default": Plan(
-        libraries=None,
-        transforms=None,
-        pipelines=DEFAULT_PIPELINES,
-        transform_threads_default=False,
-        pipeline_threads_default=True,
-        batch_sizes=(32,),
-        max_images=16,
-        budget_s=2.0,
-    ),
-    "full": Plan(
-        libraries=None,
-        transforms=None,
-        pipelines=tuple(p.name for p in PIPELINES),
-        transform_threads_default=True,
-        pipeline_threads_default=True,
-        batch_sizes=(32, 128),
-        max_images=256,
-        budget_s=20.0,
-    ),
-}
-
-
-def plan_for(profile: Profile) -> Plan:
-    return PLANS.get(profile.name, PLANS["default"])
-
-
-def _has_transform(lib: AugmentLibrary, transform: str) -> bool:
-    return spec.row(transform, lib.library) is not None
-
-
 def augment_cases(profile: Profile) -> list[Case]:
-    plan = plan_for(profile)
-    libraries = [lib for lib in LIBRARIES if plan.libraries is None or lib.key in plan.libraries]
-    transforms = plan.transforms or tuple(t.name for t in spec.TRANSFORMS)
+    plan = profile.plan(AugmentPlan)
+    transforms = (
+        tuple(t.name for t in spec.TRANSFORMS) if plan.transforms == "all" else plan.transforms
+    )
+    pipelines = tuple(p.name for p in PIPELINES) if plan.pipelines == "all" else plan.pipelines
     cases: list[Case] = []
-    for lib in libraries:
+    for lib in select(libraries(), plan.libraries):
         default_threads: tuple[int | None, ...] = (1, None) if lib.parallel else (1,)
         for name in transforms:
-            if not _has_transform(lib, name):
+            if lib.row(name) is None:
                 continue
             for threads in default_threads if plan.transform_threads_default else (1,):
                 cases.append(_case(lib, {"transform": name, "input": lib.input}, threads))
         pipeline_threads = default_threads if plan.pipeline_threads_default else (1,)
-        for name in plan.pipelines:
+        for name in pipelines:
+            if lib.pipeline_names is not None and name not in lib.pipeline_names:
+                continue
             for threads in pipeline_threads:
                 cases.append(_case(lib, {"pipeline": name, "input": lib.pipeline_input}, threads))
             if lib.batch_input is None or not plan.batch_sizes:
@@ -118,18 +67,7 @@ def augment_cases(profile: Profile) -> list[Case]:
 
 
 def _case(lib: AugmentLibrary, params: dict[str, Any], threads: int | None) -> Case:
-    return Case(
-        stage="augment",
-        library=lib.library,
-        variant=lib.variant,
-        prepare=prepare,
-        params={**params, "threads": threads},
-        requires=lib.requires,
-        dist=lib.dist,
-    )
-
-
-_DECODED: dict[tuple[str, int], tuple[list[np.ndarray], int]] = {}
+    return spec_case(lib, stage="augment", prepare=prepare, params={**params, "threads": threads})
 
 
 def decoded_images(ctx: CaseContext, limit: int) -> tuple[list[np.ndarray], int]:
@@ -137,14 +75,14 @@ def decoded_images(ctx: CaseContext, limit: int) -> tuple[list[np.ndarray], int]
 
     Returns the arrays and how many were upscaled (shorter side below 256 raised to 256).
     """
-    key = (ctx.dataset.fingerprint, limit)
-    if key not in _DECODED:
+
+    def decode() -> tuple[list[np.ndarray], int]:
         from PIL import Image
 
         arrays, upscaled = [], 0
         for entry in ctx.entries(limit=limit):
-            with Image.open(ctx.path(entry)) as image:
-                image = image.convert("RGB")
+            with Image.open(ctx.path(entry)) as opened:
+                image = opened.convert("RGB")
                 short = min(image.size)
                 if short < spec.RESIZE_SHORT:
                     scale = spec.RESIZE_SHORT / short
@@ -152,8 +90,9 @@ def decoded_images(ctx: CaseContext, limit: int) -> tuple[list[np.ndarray], int]
                     image = image.resize(size, Image.Resampling.BICUBIC)
                     upscaled += 1
                 arrays.append(np.ascontiguousarray(np.asarray(image)))
-        _DECODED[key] = (arrays, upscaled)
-    return _DECODED[key]
+        return arrays, upscaled
+
+    return ctx.shared(("augment-decoded", ctx.dataset.fingerprint, limit), decode)
 
 
 def _fixed_size(images: list[np.ndarray]) -> list[np.ndarray]:
@@ -181,7 +120,7 @@ def prepare(ctx: CaseContext, case: Case) -> Workload:
 
     from imgbench.augment import verify
 
-    plan = plan_for(ctx.profile)
+    plan = ctx.profile.plan(AugmentPlan)
     lib = get_library(f"{case.library}/{case.variant}")
     params = case.params
     limit = min(ctx.max_images, plan.max_images)

@@ -8,6 +8,7 @@ inside the timing. Batches draw random parameters per image (``same_on_batch=Fal
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 import kornia
@@ -16,7 +17,7 @@ import numpy as np
 import torch
 
 from imgbench.augment import spec
-from imgbench.augment.base import IMAGENET_MEAN, IMAGENET_STD, InputKind, Op
+from imgbench.augment.base import IMAGENET_MEAN, IMAGENET_STD, InputKind, Layout, Op, OutputKind
 
 LIBRARY = "kornia"
 
@@ -30,6 +31,8 @@ def _jitter(b: float = 1.0, c: float = 1.0, s: float = 1.0, h: float = 0.0) -> K
     )
 
 
+_SHEAR = (spec.AFFINE_SHEAR_DEG, spec.AFFINE_SHEAR_DEG, 0.0, 0.0)  # x_min, x_max, y_min, y_max
+
 _IMAGE_TRANSFORMS: dict[str, Callable[[], Any]] = {
     "hflip": lambda: K.RandomHorizontalFlip(p=1.0, keepdim=True),
     "vflip": lambda: K.RandomVerticalFlip(p=1.0, keepdim=True),
@@ -40,7 +43,7 @@ _IMAGE_TRANSFORMS: dict[str, Callable[[], Any]] = {
     "affine": lambda: K.RandomAffine(
         degrees=(spec.AFFINE_DEG, spec.AFFINE_DEG),
         scale=(spec.AFFINE_SCALE, spec.AFFINE_SCALE),
-        shear=(spec.AFFINE_SHEAR_DEG, spec.AFFINE_SHEAR_DEG, 0.0, 0.0),
+        shear=_SHEAR,  # type: ignore[arg-type]  # kornia takes 4 values; its hint says 2
         p=1.0,
         keepdim=True,
     ),
@@ -94,13 +97,13 @@ _IMAGE_TRANSFORMS: dict[str, Callable[[], Any]] = {
 }
 
 
-def _run(transform: Any, input_kind: InputKind, output: str = "unit") -> Op:
-    layout = "bchw" if input_kind.startswith("b") else "chw"
+def _run(transform: Any, input_kind: InputKind, output: OutputKind = "unit") -> Op:
+    layout: Layout = "bchw" if input_kind.startswith("b") else "chw"
 
     def run(image: torch.Tensor) -> torch.Tensor:
         return transform(image).contiguous()
 
-    return Op(run, input_kind, output, layout)  # type: ignore[arg-type]
+    return Op(run, input_kind, output, layout)
 
 
 def _to_tensor() -> Op:
@@ -111,10 +114,11 @@ def _to_tensor() -> Op:
 
 
 def transforms(input_kind: InputKind = "chw-float-tensor") -> dict[str, Callable[[], Op]]:
-    built: dict[str, Callable[[], Op]] = {
-        name: (lambda make=make: _run(make(), input_kind))
-        for name, make in _IMAGE_TRANSFORMS.items()
-    }
+
+    def on(make: Callable[[], Any]) -> Callable[[], Op]:
+        return lambda: _run(make(), input_kind)
+
+    built = {name: on(make) for name, make in _IMAGE_TRANSFORMS.items()}
     built["normalize"] = lambda: _run(
         K.Normalize(mean=_MEAN, std=_STD, keepdim=True), input_kind, "norm"
     )
@@ -154,7 +158,7 @@ def pipelines(input_kind: InputKind = "chw-uint8-tensor") -> dict[str, Callable[
     """uint8 tensors in (one image or a batch), normalised float out (uint8 for train-uint8);
     conversions are timed."""
     batched = input_kind.startswith("b")
-    layout = "bchw" if batched else "chw"
+    layout: Layout = "bchw" if batched else "chw"
 
     def build(name: str) -> Op:
         sequence = K.AugmentationSequential(*PIPELINE_STEPS[name](), keepdim=not batched)
@@ -170,4 +174,4 @@ def pipelines(input_kind: InputKind = "chw-uint8-tensor") -> dict[str, Callable[
 
         return Op(run_uint8, input_kind, "u8", layout)
 
-    return {name: (lambda name=name: build(name)) for name in PIPELINE_STEPS}
+    return {name: partial(build, name) for name in PIPELINE_STEPS}

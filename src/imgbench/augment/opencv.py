@@ -180,7 +180,10 @@ def jpeg(image: np.ndarray) -> np.ndarray:
     )
     if not ok:
         raise RuntimeError("cv2.imencode failed")
-    return cv2.imdecode(data, cv2.IMREAD_COLOR_RGB)
+    decoded = cv2.imdecode(data, cv2.IMREAD_COLOR_RGB)
+    if decoded is None:  # cv2 returns None for undecodable data
+        raise RuntimeError("cv2.imdecode failed")
+    return decoded
 
 
 def normalize(image: np.ndarray) -> np.ndarray:

@@ -11,25 +11,30 @@ import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from imgbench.augment import spec
 from imgbench.augment.base import InputKind, Op
+from imgbench.augment.spec import Row
+from imgbench.library import LibrarySpec, catalog, find
 
 
-@dataclass(frozen=True)
-class AugmentLibrary:
-    library: str  # the ``library`` column
-    variant: str  # how it is fed: the ``variant`` column
+@dataclass(frozen=True, kw_only=True)
+class AugmentLibrary(LibrarySpec):
+    """An augmentation registry entry: its adapter module and the input form it is fed."""
+
     module: str  # adapter module
-    requires: tuple[str, ...]  # importable modules (imported before thread pinning)
-    dist: str  # distribution whose version rows record
     input: InputKind  # what per-image transforms take
     pipeline_input: InputKind  # what per-image pipelines take
     batch_input: InputKind | None = None  # batch mode: pipelines on BxCxHxW tensors
     parallel: bool = False  # parallelises internally: gets a default-threads variant
-    note: str = ""
+    # parameter-table rows of a library registered from another package (built-in libraries
+    # have theirs in augment/spec.py's ROWS): which transforms it implements, and how
+    rows: tuple[Row, ...] = ()
+    pipeline_names: tuple[str, ...] | None = None  # the pipelines it builds; None: every one
 
-    @property
-    def key(self) -> str:
-        return f"{self.library}/{self.variant}"
+    def row(self, transform: str) -> Row | None:
+        """How this library implements ``transform``, or None when it does not."""
+        own = next((r for r in self.rows if r.transform == transform), None)
+        return own if own is not None else spec.row(transform, self.library)
 
     def transforms(self) -> dict[str, Callable[[], Op]]:
         return importlib.import_module(self.module).transforms(self.input)
@@ -45,6 +50,7 @@ LIBRARIES: tuple[AugmentLibrary, ...] = (
     AugmentLibrary(
         library="albumentations",
         variant="numpy",
+        quick=True,
         module="imgbench.augment.albumentations",
         requires=("cv2", "albumentations"),
         dist="albumentations",
@@ -55,6 +61,7 @@ LIBRARIES: tuple[AugmentLibrary, ...] = (
     AugmentLibrary(
         library="torchvision",
         variant="v2-tensor",
+        quick=True,
         module="imgbench.augment.torchvision",
         requires=("torch", "torchvision"),
         dist="torchvision",
@@ -87,6 +94,7 @@ LIBRARIES: tuple[AugmentLibrary, ...] = (
     AugmentLibrary(
         library="pillow",
         variant="pil",
+        quick=True,
         module="imgbench.augment.pillow",
         requires=("PIL",),
         dist="pillow",
@@ -108,10 +116,12 @@ LIBRARIES: tuple[AugmentLibrary, ...] = (
 
 def get_library(key: str) -> AugmentLibrary:
     """A library by ``library/variant`` key, e.g. ``torchvision/v2-tensor``."""
-    for entry in LIBRARIES:
-        if entry.key == key:
-            return entry
-    raise KeyError(f"unknown augmentation library {key!r}; known: {[e.key for e in LIBRARIES]}")
+    return find(libraries(), key, "augmentation library")
+
+
+def libraries() -> tuple[AugmentLibrary, ...]:
+    """The built-in libraries, then those other packages register (``imgbench.augment``)."""
+    return catalog("augment", LIBRARIES, AugmentLibrary)
 
 
 # Libraries the posts use that cannot run on this stack: listed by `imgbench env`.

@@ -9,6 +9,7 @@ crop, flip and jitter (Kornia draws per image).
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -16,7 +17,14 @@ import torch
 from torchvision.transforms import v2
 
 from imgbench.augment import spec
-from imgbench.augment.base import IMAGENET_MEAN, IMAGENET_STD, InputKind, Op
+from imgbench.augment.base import (
+    IMAGENET_MEAN,
+    IMAGENET_STD,
+    InputKind,
+    Layout,
+    Op,
+    OutputKind,
+)
 
 LIBRARY = "torchvision"
 BILINEAR = v2.InterpolationMode.BILINEAR
@@ -35,12 +43,12 @@ def _run_on(transform: Callable[[Any], Any], input_kind: InputKind) -> Op:
             return np.asarray(out) if not isinstance(out, torch.Tensor) else out.contiguous()
 
         return Op(run_pil, "pil", "u8", "hwc")
-    layout = "bchw" if input_kind.startswith("b") else "chw"
+    layout: Layout = "bchw" if input_kind.startswith("b") else "chw"
 
     def run_tensor(image: torch.Tensor) -> torch.Tensor:
         return transform(image).contiguous()
 
-    return Op(run_tensor, input_kind, "u8", layout)  # type: ignore[arg-type]
+    return Op(run_tensor, input_kind, "u8", layout)
 
 
 def _jitter(b: float = 1.0, c: float = 1.0, s: float = 1.0, h: float = 0.0) -> v2.Transform:
@@ -52,14 +60,14 @@ def _normalize() -> v2.Transform:
 
 
 # Transforms whose output is not a uint8 image: (transform, output kind, PIL needs ToImage first)
-def _float_op(steps: list[v2.Transform], output: str, input_kind: InputKind) -> Op:
+def _float_op(steps: list[v2.Transform], output: OutputKind, input_kind: InputKind) -> Op:
     transform = v2.Compose(steps if input_kind != "pil" else [v2.PILToTensor(), *steps])
-    layout = "bchw" if input_kind.startswith("b") else "chw"
+    layout: Layout = "bchw" if input_kind.startswith("b") else "chw"
 
     def run(image: Any) -> torch.Tensor:
         return transform(image).contiguous()
 
-    return Op(run, input_kind, output, layout)  # type: ignore[arg-type]
+    return Op(run, input_kind, output, layout)
 
 
 def _to_tensor_op(input_kind: InputKind) -> Op:
@@ -117,10 +125,11 @@ _IMAGE_TRANSFORMS: dict[str, Callable[[], v2.Transform]] = {
 
 def transforms(input_kind: InputKind) -> dict[str, Callable[[], Op]]:
     """Builders for every transform, for tensors (``chw-uint8-tensor``) or ``pil`` inputs."""
-    built: dict[str, Callable[[], Op]] = {
-        name: (lambda make=make: _run_on(make(), input_kind))
-        for name, make in _IMAGE_TRANSFORMS.items()
-    }
+
+    def on(make: Callable[[], v2.Transform]) -> Callable[[], Op]:
+        return lambda: _run_on(make(), input_kind)
+
+    built = {name: on(make) for name, make in _IMAGE_TRANSFORMS.items()}
     built["normalize"] = lambda: _float_op([_to_float(), _normalize()], "norm", input_kind)
     built["to_tensor"] = lambda: _to_tensor_op(input_kind)
     erase = v2.RandomErasing(p=1, scale=spec.ERASE_SCALE, ratio=spec.ERASE_RATIO, value=0)
@@ -171,12 +180,12 @@ def pipelines(input_kind: InputKind) -> dict[str, Callable[[], Op]]:
         to_tensor = [v2.ToImage()] if input_kind == "pil" else []
         to_float = [] if on_float is None else [_to_float(), *on_float]
         transform = v2.Compose([*on_uint8, *to_tensor, *to_float])
-        layout = "bchw" if input_kind.startswith("b") else "chw"
+        layout: Layout = "bchw" if input_kind.startswith("b") else "chw"
 
         def run(image: Any) -> torch.Tensor:
             return transform(image).contiguous()
 
-        output = "u8" if on_float is None else "norm"
-        return Op(run, input_kind, output, layout)  # type: ignore[arg-type]
+        output: OutputKind = "u8" if on_float is None else "norm"
+        return Op(run, input_kind, output, layout)
 
-    return {name: (lambda name=name: build(name)) for name in PIPELINE_STEPS}
+    return {name: partial(build, name) for name in PIPELINE_STEPS}

@@ -5,6 +5,9 @@ tolerance stated in spec.py; random ones, and rows whose library draws something
 are checked for shape, dtype and value range. The photos are scikit-image's astronaut, coffee
 and chelsea (shipped in the package, no network). Bench rows carry the result of their
 transform or pipeline in ``extra_json.agreement``; ``imgbench verify augment`` prints the table.
+
+The checks only: augmentation cases import this module, so it must not pull in the CLI stack
+(typer, rich); the command and its table live in ``imgbench.augment.verify_cli``.
 """
 
 from __future__ import annotations
@@ -12,17 +15,15 @@ from __future__ import annotations
 import functools
 import random
 from dataclasses import dataclass
-from typing import Annotated, Any
+from typing import Any
 
 import numpy as np
-import typer
 
 from imgbench.augment import spec
 from imgbench.augment.base import IMAGENET_MEAN, IMAGENET_STD, Op, as_hwc, make_batch, make_input
 from imgbench.augment.pipelines import OUTPUT_SHAPE, PIPELINE_BY_NAME
-from imgbench.augment.registry import LIBRARIES, AugmentLibrary
+from imgbench.augment.registry import AugmentLibrary, libraries
 from imgbench.augment.spec import Tolerance
-from imgbench.console import fail
 from imgbench.errors import one_line
 
 PHOTOS = ("astronaut", "coffee", "chelsea")
@@ -82,7 +83,7 @@ def _available(lib: AugmentLibrary) -> bool:
         stage="augment",
         library=lib.library,
         variant=lib.variant,
-        prepare=None,  # type: ignore[arg-type]
+        prepare=None,  # type: ignore[arg-type]  # a requirement probe is never prepared
         requires=lib.requires,
     )
     return probe.unmet_requirement() is None
@@ -201,11 +202,11 @@ def check_transform(name: str) -> tuple[Agreement, ...]:
     if not images:
         return tuple(
             Agreement(name, lib.key, "shape", "n/a", detail="scikit-image is not installed")
-            for lib in LIBRARIES
+            for lib in libraries()
         )
     results: dict[str, tuple[Op, list[Any], list[np.ndarray]]] = {}
     errors: dict[str, str] = {}
-    for lib in LIBRARIES:
+    for lib in libraries():
         if not _available(lib):
             continue
         build = lib.transforms().get(name)
@@ -216,8 +217,10 @@ def check_transform(name: str) -> tuple[Agreement, ...]:
         except Exception as exc:  # a library that cannot run the transform is a finding
             errors[lib.key] = one_line(exc, limit=200)
 
+    by_key = {lib.key: lib for lib in libraries()}
+
     def fixed(key: str) -> bool:
-        row = spec.row(name, key.split("/")[0])
+        row = by_key[key].row(name)
         return definition.deterministic and row is not None and row.deterministic
 
     reference = next((k for k in REFERENCE_ORDER if k in results and fixed(k)), None)
@@ -236,7 +239,7 @@ def check_transform(name: str) -> tuple[Agreement, ...]:
             agreements.append(
                 _compare(name, key, reference, arrays, results[reference][2], definition.tolerance)
             )
-    order = [lib.key for lib in LIBRARIES]
+    order = [lib.key for lib in libraries()]
     return tuple(sorted(agreements, key=lambda a: order.index(a.key)))
 
 
@@ -257,11 +260,11 @@ def check_pipeline(name: str) -> tuple[Agreement, ...]:
     if not images:
         return tuple(
             Agreement(name, lib.key, "shape", "n/a", detail="scikit-image is not installed")
-            for lib in LIBRARIES
+            for lib in libraries()
         )
     agreements: list[Agreement] = []
     results: dict[str, list[np.ndarray]] = {}
-    for lib in LIBRARIES:
+    for lib in libraries():
         if not _available(lib):
             continue
         try:
@@ -289,7 +292,7 @@ def check_pipeline(name: str) -> tuple[Agreement, ...]:
             agreements.append(
                 _compare(name, key, reference, arrays, results[reference], definition.tolerance)
             )
-    order = [lib.key for lib in LIBRARIES]
+    order = [lib.key for lib in libraries()]
     return tuple(sorted(agreements, key=lambda a: (order.index(a.key.split("@")[0]), a.key)))
 
 
@@ -318,71 +321,9 @@ def agreement_for(kind: str, name: str, key: str) -> Agreement | None:
 
 
 def all_agreements(transforms: list[str] | None = None, pipelines: bool = True) -> list[Agreement]:
+    """The rows of ``imgbench verify augment``: the pipelines too when no transform is chosen."""
     names = transforms or [t.name for t in spec.TRANSFORMS]
     out = [a for name in names for a in check_transform(name)]
     if pipelines and transforms is None:
         out += [a for name in PIPELINE_BY_NAME for a in check_pipeline(name)]
     return out
-
-
-def _fmt(value: float | None) -> str:
-    return "-" if value is None else f"{value:.3g}"
-
-
-def verify_command(
-    transform: Annotated[
-        list[str] | None, typer.Option("--transform", "-t", help="only these transforms")
-    ] = None,
-    library: Annotated[
-        str | None, typer.Option(help="only rows whose library/variant contains this")
-    ] = None,
-    strict: Annotated[bool, typer.Option(help="exit 1 when anything is flagged")] = False,
-) -> None:
-    """Check that every augmentation library does the same work, on real photos."""
-    import sys
-
-    from rich.console import Console
-    from rich.table import Table
-
-    console = Console(width=None if sys.stdout.isatty() else 200)
-    unknown = [t for t in transform or [] if t not in spec.TRANSFORM_BY_NAME]
-    if unknown:
-        raise fail(
-            f"unknown transform(s) {', '.join(unknown)}; known: {', '.join(spec.TRANSFORM_BY_NAME)}"
-        )
-    if not photos():
-        raise fail("scikit-image is needed for the photos")
-    results = all_agreements(transform or None)
-    if library:
-        results = [a for a in results if library in a.key]
-    table = Table(title=f"augmentation agreement on {', '.join(PHOTOS)} (grey levels)")
-    for column in (
-        "transform",
-        "library",
-        "check",
-        "vs",
-        "mean abs",
-        "max abs",
-        "tolerance",
-        "result",
-    ):
-        table.add_column(column, no_wrap=column in ("transform", "library"))
-    styles = {"pass": "green", "flagged": "bold yellow", "error": "bold red", "n/a": "dim"}
-    for a in results:
-        table.add_row(
-            a.name,
-            a.key,
-            a.check,
-            a.reference if a.check == "compare" else "",
-            _fmt(a.mean_abs),
-            _fmt(a.max_abs),
-            str(a.tolerance) if a.tolerance is not None and a.check != "shape" else "",
-            f"[{styles[a.status]}]{a.flag}[/]",
-        )
-    console.print(table)
-    counts: dict[str, int] = {}
-    for a in results:
-        counts[a.status] = counts.get(a.status, 0) + 1
-    console.print(", ".join(f"{n} {status}" for status, n in sorted(counts.items())))
-    if strict and any(a.status in ("flagged", "error") for a in results):
-        raise typer.Exit(1)

@@ -97,7 +97,9 @@ def compare_command(
 def ci_command(
     base: Annotated[str, typer.Option(help="base revision, e.g. origin/main or a commit")],
     head: Annotated[str, typer.Option(help="head revision")] = "HEAD",
-    profile: Annotated[str, typer.Option(help="quick | default | full")] = "quick",
+    profile: Annotated[
+        str, typer.Option(help="quick | default | full, or one from pyproject.toml")
+    ] = "quick",
     repeats: Annotated[
         int,
         typer.Option(
@@ -129,10 +131,12 @@ def ci_command(
     """Run the profile for BASE and HEAD in this job, interleaved, then compare them."""
     from imgbench.compare.ci import CIError, CIPlan, run_ci
     from imgbench.paths import looks_like_path, repo_root
-    from imgbench.profiles import PROFILES
+    from imgbench.profiles import ProfileError, get_profile
 
-    if profile not in PROFILES:
-        raise fail(f"unknown profile {profile!r}; choose one of {', '.join(PROFILES)}")
+    try:
+        get_profile(profile)  # an unknown profile fails here, not in every session
+    except ProfileError as exc:
+        raise fail(str(exc)) from None
     root = repo or repo_root()
     if root is None or not (root / ".git").exists():
         raise fail("not in a git checkout of the project; pass --repo")

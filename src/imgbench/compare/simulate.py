@@ -152,7 +152,7 @@ def _sides(
     else:
         start = rng.integers(len(runs) - 2 * repeats + 1)
         window = runs[start : start + 2 * repeats]
-        flip = rng.integers(2)
+        flip = int(rng.integers(2))
     per_run = math.ceil(rounds / repeats)
     base_runs = [r for k, r in enumerate(window) if k % 2 == flip]
     cand_runs = [r for k, r in enumerate(window) if k % 2 != flip]

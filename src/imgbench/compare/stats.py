@@ -382,19 +382,16 @@ def compare_cases(
                 "threshold": threshold,
             }
             xb, xc = b.per_round.get(metric), c.per_round.get(metric)
-            method = METHOD_TEST
             rb, rc = b.per_run.get(metric), c.per_run.get(metric)
             if rb is not None and rc is not None and min(len(rb), len(rc)) >= config.min_runs:
-                xb, xc, method = rb, rc, METHOD_RUNS
-            if method == METHOD_RUNS:
                 seed = zlib.crc32(f"{case_id}|{metric}".encode()) + config.seed
-                test = run_level_test(xb, xc, config.confidence, seed)
+                test = run_level_test(rb, rc, config.confidence, seed)
                 row.update(
-                    method=method,
-                    n_baseline=len(xb),
-                    n_candidate=len(xc),
-                    baseline=float(np.exp(np.log(xb).mean())),
-                    candidate=float(np.exp(np.log(xc).mean())),
+                    method=METHOD_RUNS,
+                    n_baseline=len(rb),
+                    n_candidate=len(rc),
+                    baseline=float(np.exp(np.log(rb).mean())),
+                    candidate=float(np.exp(np.log(rc).mean())),
                     p_worse=test.p[worse_if],
                     p_better=test.p[better_if],
                     _ci=(test.ci_low, test.ci_high),
@@ -402,7 +399,7 @@ def compare_cases(
                 tested.append(row)
             elif xb is not None and xc is not None and min(len(xb), len(xc)) >= MIN_SAMPLES:
                 row.update(
-                    method=method,
+                    method=METHOD_TEST,
                     n_baseline=len(xb),
                     n_candidate=len(xc),
                     baseline=float(np.median(xb)),
@@ -432,8 +429,8 @@ def compare_cases(
                 row["p_worse_adjusted"], row["p_better_adjusted"] = float(pw), float(pb)
     for row in rows:
         higher, threshold = row["higher_is_better"], row["threshold"]
-        samples = row.pop("_samples", None)
-        run_ci = row.pop("_ci", None)
+        samples: tuple[np.ndarray, np.ndarray] | None = row.pop("_samples", None)
+        run_ci: tuple[float, float] | None = row.pop("_ci", None)
         if samples is None and run_ci is None:
             row["ci_low"] = row["ci_high"] = math.nan
             row["verdict"] = _verdict_threshold(row["cost"], threshold)
@@ -443,7 +440,7 @@ def compare_cases(
         )
         if run_ci is not None:
             low, high = run_ci
-        elif need_ci:
+        elif need_ci and samples is not None:  # a tested row has _ci or _samples
             low, high = bootstrap_ratio_ci(
                 *samples, config, key=f"{row['case_id']}|{row['metric']}"
             )

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import hashlib
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -122,7 +124,9 @@ class Manifest:
             (e.path, e.bytes, e.codec, e.width, e.height, e.mode, e.label, e.sha256, None)
             for e in self.entries
         ] + [(b.path, None, None, None, None, None, None, None, b.reason) for b in self.bad]
-        cols = list(zip(*rows, strict=True)) if rows else [[] for _ in _SCHEMA.names]
+        cols: list[Sequence[Any]] = (
+            list(zip(*rows, strict=True)) if rows else [[] for _ in _SCHEMA.names]
+        )
         arrays = [pa.array(list(c), type=f.type) for c, f in zip(cols, _SCHEMA, strict=True)]
         table = pa.Table.from_arrays(arrays, schema=_SCHEMA)
         for name, values in (extra or {}).items():

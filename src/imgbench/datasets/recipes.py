@@ -13,13 +13,13 @@ import fcntl
 import hashlib
 import json
 import os
-import shutil
-import tempfile
 import tomllib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from imgbench.atomic import atomic_folder
 
 from .manifest import DatasetError
 
@@ -147,10 +147,6 @@ def materialize(name: str, cache: Path | None = None, *, progress: bool = True) 
     with _locked(cache / f".{name}.lock"):
         if target.is_dir():  # another process built it while we waited
             return target
-        staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.partial-", dir=cache))
-        try:
-            _build(recipe, staging / target.name, progress)
-            os.replace(staging / target.name, target)
-        finally:
-            shutil.rmtree(staging, ignore_errors=True)
+        with atomic_folder(target) as staging:
+            _build(recipe, staging, progress)
     return target

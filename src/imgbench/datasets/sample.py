@@ -8,13 +8,12 @@ are re-encoded with fixed settings into a few sizes, qualities and codecs, deter
 from __future__ import annotations
 
 import io
-import os
-import shutil
-import tempfile
 from pathlib import Path
 
 import numpy as np
 from PIL import Image
+
+from imgbench.atomic import atomic_folder
 
 # Bump when the plan below changes: recipes built with older code are rebuilt.
 VERSION = 2
@@ -47,7 +46,7 @@ def _resize_long_edge(pixels: np.ndarray, long_edge: int) -> np.ndarray:
     image = Image.fromarray(pixels)
     scale = long_edge / max(image.size)
     size = (max(1, round(image.width * scale)), max(1, round(image.height * scale)))
-    return np.asarray(image.resize(size, Image.LANCZOS))
+    return np.asarray(image.resize(size, Image.Resampling.LANCZOS))
 
 
 def _save(pixels: np.ndarray, path: Path, codec: str, quality: int = 90) -> None:
@@ -97,9 +96,7 @@ def plan() -> list[tuple[str, str, str, int, int | None]]:
 def build(out: Path) -> Path:
     """Write the sample into ``out`` (ImageFolder: natural/, gray/, science/); atomic."""
     out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.partial-", dir=out.parent))
-    try:
+    with atomic_folder(out) as staging:
         sources: dict[str, np.ndarray] = {}
         for rel, source, codec, quality, long_edge in plan():
             if source not in sources:
@@ -108,10 +105,4 @@ def build(out: Path) -> Path:
             if long_edge is not None:
                 pixels = _resize_long_edge(pixels, long_edge)
             _save(pixels, staging / rel, codec, quality)
-        if out.exists():
-            shutil.rmtree(out)
-        os.replace(staging, out)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
     return out

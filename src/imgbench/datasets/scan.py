@@ -123,7 +123,7 @@ def _open_header(data: bytes, codec: str) -> Image.Image:
     factory = Image.OPEN.get(_PIL_FORMAT[codec], (None, None))[0]
     if factory is None:  # pragma: no cover - Pillow built without the plugin
         return Image.open(io.BytesIO(data), formats=[_PIL_FORMAT[codec]])
-    return factory(io.BytesIO(data))
+    return factory(io.BytesIO(data), "")  # the filename Image.open passes for a stream
 
 
 def inspect_file(root: Path, rel: str, *, max_pixels: int | None = None) -> ImageEntry | BadFile:
@@ -241,7 +241,8 @@ def _load_cache(root: Path, limit: int) -> dict[str, tuple[tuple[int, int], Imag
         extra.get("max_pixels", {}),
     )
     out: dict[str, tuple[tuple[int, int], ImageEntry | BadFile]] = {}
-    for item in [*m.entries, *m.bad]:
+    items: list[ImageEntry | BadFile] = [*m.entries, *m.bad]
+    for item in items:
         if limits.get(item.path) == limit and item.path in sizes:
             out[item.path] = ((sizes[item.path], mtimes[item.path]), item)
     return out
@@ -250,7 +251,8 @@ def _load_cache(root: Path, limit: int) -> dict[str, tuple[tuple[int, int], Imag
 def _save_cache(
     root: Path, manifest: Manifest, keys: dict[str, tuple[int, int]], limit: int
 ) -> None:
-    items = [*manifest.entries, *manifest.bad]  # the order Manifest._table writes rows in
+    # the order Manifest._table writes rows in
+    items: list[ImageEntry | BadFile] = [*manifest.entries, *manifest.bad]
     extra = {
         "size": [keys[i.path][0] for i in items],
         "mtime_ns": [keys[i.path][1] for i in items],

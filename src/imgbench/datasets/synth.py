@@ -100,7 +100,9 @@ def _smooth_field(
     gh, gw = max(2, cells * h // max(w, h)), max(2, cells * w // max(w, h))
     coarse = rng.random((gh, gw, channels)).astype(np.float32)
     layers = [
-        np.asarray(Image.fromarray(coarse[..., c], mode="F").resize((w, h), Image.BICUBIC))
+        np.asarray(
+            Image.fromarray(coarse[..., c], mode="F").resize((w, h), Image.Resampling.BICUBIC)
+        )
         for c in range(channels)
     ]
     return np.stack(layers, axis=-1)

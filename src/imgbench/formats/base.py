@@ -27,11 +27,9 @@ import importlib
 import io
 import json
 import os
-import shutil
 import sys
 import time
-import uuid
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Generator, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -39,6 +37,9 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
+
+from imgbench.atomic import atomic_folder, fsync_tree
+from imgbench.library import LibrarySpec
 
 if TYPE_CHECKING:
     from imgbench.datasets.manifest import ImageEntry
@@ -96,20 +97,19 @@ class FormatMeta:
     skipped: tuple[tuple[str, str], ...] = ()
 
 
-@dataclass(frozen=True)
-class FormatSpec:
-    """A registry entry: enough to list, skip or build a format without importing its library."""
+@dataclass(frozen=True, kw_only=True)
+class FormatSpec(LibrarySpec):
+    """A format registry entry: its name, its module, and what it stores."""
 
-    name: str  # unique, also the folder name, e.g. "hdf5-vlen"
-    library: str  # the row's library column, e.g. "hdf5"
-    variant: str  # how the library is used, e.g. "vlen-bytes"
+    name: str  # unique, also the folder name, e.g. "hdf5-vlen"; what plans select it by
     module: str  # module with ``write`` and ``Reader``, imported only when needed
-    requires: tuple[str, ...]  # importable modules
-    dist: str | None  # distribution whose version the rows record (None: part of Python)
     stores: Stores = "bytes"
     parallel_write: bool = False  # decode work that a process pool spreads over every core
-    note: str = ""
     version_attr: str | None = None  # "module:attribute" for a version that is not a dist's
+
+    @property
+    def key(self) -> str:
+        return self.name
 
     def load(self) -> ModuleType:
         return importlib.import_module(self.module)
@@ -172,15 +172,15 @@ def fixed_array(data: bytes, size: int = ARRAY_SIZE) -> np.ndarray:
     """Decode, resize the shorter side to ``size`` and centre-crop to ``size`` x ``size`` RGB."""
     from PIL import Image
 
-    with Image.open(io.BytesIO(data)) as image:
-        image = image.convert("RGB")
-        w, h = image.size
-        scale = size / min(w, h)
-        nw, nh = max(size, round(w * scale)), max(size, round(h * scale))
-        image = image.resize((nw, nh), Image.Resampling.BILINEAR)
-        left, top = (nw - size) // 2, (nh - size) // 2
-        image = image.crop((left, top, left + size, top + size))
-        return np.ascontiguousarray(np.asarray(image, dtype=np.uint8))
+    with Image.open(io.BytesIO(data)) as opened:
+        image = opened.convert("RGB")
+    w, h = image.size
+    scale = size / min(w, h)
+    nw, nh = max(size, round(w * scale)), max(size, round(h * scale))
+    image = image.resize((nw, nh), Image.Resampling.BILINEAR)
+    left, top = (nw - size) // 2, (nh - size) // 2
+    image = image.crop((left, top, left + size, top + size))
+    return np.ascontiguousarray(np.asarray(image, dtype=np.uint8))
 
 
 def class_names(entries: Sequence[ImageEntry]) -> tuple[str, ...]:
@@ -214,53 +214,17 @@ def _load_job(job: tuple[str, str, str, str, int]) -> tuple[str, Payload | None,
 
 
 # -- building ------------------------------------------------------------------------------------
-def _partial_prefix(target: Path) -> str:
-    return f".{target.name}.partial-"
-
-
-def _remove_stale_partials(target: Path) -> None:
-    """Remove partial folders left by writers that were killed (their pid no longer runs)."""
-    for folder in target.parent.glob(_partial_prefix(target) + "*"):
-        pid_text = folder.name[len(_partial_prefix(target)) :].split("-")[0]
-        if pid_text.isdigit() and _pid_alive(int(pid_text)):
-            continue
-        shutil.rmtree(folder, ignore_errors=True)
-
-
-def _pid_alive(pid: int) -> bool:
-    if pid == os.getpid():
-        return True
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def _fsync_tree(folder: Path) -> None:
-    for dirpath, _, filenames in os.walk(folder):
-        for name in filenames:
-            fd = os.open(Path(dirpath) / name, os.O_RDONLY)
-            try:
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-        _fsync_dir(Path(dirpath))
-
-
-def _fsync_dir(folder: Path) -> None:
-    fd = os.open(folder, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+def _shape(value: list[int] | None) -> tuple[int, int, int] | None:
+    """The marker's array shape: three ints, or None for formats of encoded bytes."""
+    if not value:
+        return None
+    height, width, channels = (int(v) for v in value)
+    return height, width, channels
 
 
 def format_files(path: Path) -> list[Path]:
     """Every file of a built format (imgbench's bookkeeping excluded): what cold reads evict."""
-    files = []
+    files: list[Path] = []
     for dirpath, dirnames, filenames in os.walk(path):
         dirnames[:] = sorted(d for d in dirnames if d != META_DIR)
         files.extend(Path(dirpath) / name for name in sorted(filenames))
@@ -283,17 +247,29 @@ def build_format(
     array_size: int = ARRAY_SIZE,
 ) -> BuildReport:
     """Write ``entries`` (files under ``root``) as ``spec`` into ``target``, atomically."""
+    start = time.perf_counter()
+    target = Path(target)
+    module = spec.load()  # before making the folder: a library that fails to import leaves nothing
+    with atomic_folder(target, fsync=True) as tmp:
+        meta = _write_all(spec, module, root, entries, tmp, workers, progress, array_size)
+    return BuildReport(target, meta, time.perf_counter() - start, list(meta.skipped))
+
+
+def _write_all(
+    spec: FormatSpec,
+    module: ModuleType,
+    root: Path,
+    entries: Sequence[ImageEntry],
+    tmp: Path,
+    workers: int | None,
+    progress: bool | None,
+    array_size: int,
+) -> FormatMeta:
+    """Stream ``entries`` through the format's writer into ``tmp``; the marker comes last."""
     from tqdm import tqdm
 
     from imgbench.datasets.parallel import cpu_count, imap
 
-    start = time.perf_counter()
-    target = Path(target)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    _remove_stale_partials(target)
-    module = spec.load()  # before making the folder: a library that fails to import leaves nothing
-    tmp = target.parent / f"{_partial_prefix(target)}{os.getpid()}-{uuid.uuid4().hex[:8]}"
-    tmp.mkdir()
     classes = class_names(entries)
     class_index = {name: i for i, name in enumerate(classes)}
     shape = (array_size, array_size, 3) if spec.stores == "array" else None
@@ -315,7 +291,7 @@ def build_format(
     (tmp / META_DIR).mkdir()
     keys_file = (tmp / META_DIR / KEYS).open("w", encoding="utf-8")
 
-    def records() -> Iterator[Record]:
+    def records() -> Generator[Record, None, None]:
         bar = tqdm(total=len(entries), desc=f"write {spec.name}", unit="img", disable=not progress)
         with bar:
             for rel, payload, info in imap(_load_job, jobs, workers=n_workers, chunksize=4):
@@ -334,37 +310,28 @@ def build_format(
                 yield Record(index, rel, label, payload, entry.codec)
 
     stream = records()
-    try:
-        with keys_file:
-            try:
-                module.write(tmp, stream, plan)
-            finally:
-                stream.close()  # stops the decode pool at once if the writer gave up
-        if totals["count"] == 0:
-            first = f" (e.g. {skipped[0][0]}: {skipped[0][1]})" if skipped else ""
-            raise FormatError(f"{spec.name}: no record could be written{first}")
-        _fsync_tree(tmp)
-        meta = FormatMeta(
-            name=spec.name,
-            count=totals["count"],
-            classes=classes,
-            stores=spec.stores,
-            array_shape=shape,
-            payload_sha256=content.hexdigest(),
-            source_bytes=totals["source_bytes"],
-            bytes_on_disk=bytes_on_disk(tmp),
-            skipped=tuple(skipped),
-        )
-        _write_marker(tmp / META_DIR / MARKER, meta)
-        _fsync_dir(tmp / META_DIR)
-        if target.exists():
-            shutil.rmtree(target)
-        tmp.rename(target)
-        _fsync_dir(target.parent)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-    return BuildReport(target, meta, time.perf_counter() - start, skipped)
+    with keys_file:
+        try:
+            module.write(tmp, stream, plan)
+        finally:
+            stream.close()  # stops the decode pool at once if the writer gave up
+    if totals["count"] == 0:
+        first = f" (e.g. {skipped[0][0]}: {skipped[0][1]})" if skipped else ""
+        raise FormatError(f"{spec.name}: no record could be written{first}")
+    fsync_tree(tmp)  # the records are on disk before a marker can say they are complete
+    meta = FormatMeta(
+        name=spec.name,
+        count=totals["count"],
+        classes=classes,
+        stores=spec.stores,
+        array_shape=shape,
+        payload_sha256=content.hexdigest(),
+        source_bytes=totals["source_bytes"],
+        bytes_on_disk=bytes_on_disk(tmp),
+        skipped=tuple(skipped),
+    )
+    _write_marker(tmp / META_DIR / MARKER, meta)
+    return meta
 
 
 def _write_marker(path: Path, meta: FormatMeta) -> None:
@@ -399,7 +366,7 @@ def read_meta(path: Path) -> FormatMeta:
             count=int(doc["count"]),
             classes=tuple(doc["classes"]),
             stores=doc["stores"],
-            array_shape=tuple(doc["array_shape"]) if doc["array_shape"] else None,  # type: ignore[arg-type]
+            array_shape=_shape(doc["array_shape"]),
             payload_sha256=doc["payload_sha256"],
             source_bytes=int(doc["source_bytes"]),
             bytes_on_disk=int(doc["bytes_on_disk"]),

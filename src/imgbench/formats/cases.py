@@ -15,14 +15,12 @@ the dataset's disk (never tmpfs, where cold reads are impossible), removed at ex
 
 from __future__ import annotations
 
-import atexit
-import os
 import shutil
 import statistics
-import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -34,162 +32,55 @@ from imgbench.formats.base import (
     format_files,
     open_format,
 )
-from imgbench.formats.registry import FORMATS, get_format
-from imgbench.harness.cache import evict_and_check, warm
-from imgbench.harness.case import Case, Workload
+from imgbench.formats.plan import FormatPlan
+from imgbench.formats.registry import formats, get_format
+from imgbench.formats.session import adopt_built, built_format, concatenated
+from imgbench.harness.cache import CacheControl, warm
+from imgbench.harness.case import Case, Workload, spec_case
 from imgbench.harness.context import CaseContext
+from imgbench.library import select
 from imgbench.profiles import Profile
 
 SEED = 0  # shuffled order: the same permutation in every run
-QUICK_FORMATS = ("folder", "lmdb", "tar", "parquet", "npy-packed")
-SCRATCH_ENV = "IMGBENCH_FORMATS_DIR"  # where to build formats, instead of beside the dataset
-_SCRATCH_PREFIX = ".imgbench-formats-"
-_WARM_METHOD = "warm: every file of the format read once before timing"
 
 
 def format_cases(profile: Profile) -> list[Case]:
-    quick = profile.name == "quick"
-    specs = [s for s in FORMATS if not quick or s.name in QUICK_FORMATS]
-    caches = ("warm",) if quick else ("warm", "cold")
-    orders = ("sequential",) if quick else ("sequential", "shuffled")
-    byte_payloads = ("bytes",) if quick else ("bytes", "decode")
+    plan = profile.plan(FormatPlan)
     cases: list[Case] = []
-    for spec in specs:
-        base = dict(stage="format", library=spec.library, variant=spec.variant)
+    for spec in select(formats(), plan.libraries):
         stored = "array" if spec.stores == "array" else "bytes"
-        cases.append(
-            Case(
-                **base,  # type: ignore[arg-type]
-                prepare=_prepare_write,
-                params={
-                    "format": spec.name,
-                    "mode": "write",
-                    "cache_state": "warm",
-                    "order": "sequential",
-                    "payload": stored,
-                },
-                requires=spec.requires,
-                dist=spec.dist,
-            )
-        )
-        payloads = ("array",) if spec.stores == "array" else byte_payloads
-        for cache in caches:
-            for order in orders:
+        write = {"format": spec.name, "mode": "write", "cache_state": "warm"}
+        write |= {"order": "sequential", "payload": stored}
+        cases.append(spec_case(spec, stage="format", prepare=_prepare_write, params=write))
+        payloads = ("array",) if spec.stores == "array" else plan.payloads
+        for cache in plan.caches:
+            for order in plan.orders:
                 for payload in payloads:
+                    params: dict[str, Any] = {"format": spec.name, "mode": "read"}
+                    params |= {"cache_state": cache, "order": order, "payload": payload}
+                    params["threads"] = 1
                     cases.append(
-                        Case(
-                            **base,  # type: ignore[arg-type]
-                            prepare=_prepare_read,
-                            params={
-                                "format": spec.name,
-                                "mode": "read",
-                                "cache_state": cache,
-                                "order": order,
-                                "payload": payload,
-                                "threads": 1,
-                            },
-                            requires=spec.requires,
-                            dist=spec.dist,
-                        )
+                        spec_case(spec, stage="format", prepare=_prepare_read, params=params)
                     )
-    for cache in caches:
-        cases.append(
-            Case(
-                stage="format",
-                library="raw-file",
-                variant="concatenated-sequential",
-                prepare=_prepare_raw,
-                params={
-                    "format": "raw-file",
-                    "mode": "read",
-                    "cache_state": cache,
-                    "order": "sequential",
-                    "payload": "bytes",
-                    "threads": 1,
-                },
+    if plan.raw_ceiling:
+        for cache in plan.caches:
+            cases.append(
+                Case(
+                    stage="format",
+                    library="raw-file",
+                    variant="concatenated-sequential",
+                    prepare=_prepare_raw,
+                    params={
+                        "format": "raw-file",
+                        "mode": "read",
+                        "cache_state": cache,
+                        "order": "sequential",
+                        "payload": "bytes",
+                        "threads": 1,
+                    },
+                )
             )
-        )
     return cases
-
-
-# -- the session's scratch folder and built formats -----------------------------------------------
-_SCRATCH: Path | None = None
-_BUILT: dict[tuple[str, str, int], BuildReport] = {}
-_RAW: dict[tuple[str, int], tuple[Path, list[int]]] = {}
-
-
-def _fs_type(path: Path) -> str:
-    """File-system type of the mount holding ``path`` (from /proc/self/mounts), or ""."""
-    best, kind = "", ""
-    try:
-        lines = Path("/proc/self/mounts").read_text().splitlines()
-    except OSError:
-        return ""
-    resolved = str(path.resolve())
-    for line in lines:
-        parts = line.split()
-        if len(parts) < 3:
-            continue
-        mount = parts[1].replace("\\040", " ")
-        inside = resolved == mount or resolved.startswith(mount.rstrip("/") + "/")
-        if inside and len(mount) >= len(best):
-            best, kind = mount, parts[2]
-    return kind
-
-
-def choose_scratch_parent(dataset_root: Path) -> Path:
-    """A writable folder on the dataset's disk, not tmpfs: temp dir first, then beside the data."""
-    if os.environ.get(SCRATCH_ENV):
-        return Path(os.environ[SCRATCH_ENV])
-    candidates = [Path(tempfile.gettempdir()), dataset_root.parent, dataset_root]
-    usable = [
-        c
-        for c in candidates
-        if c.is_dir()
-        and os.access(c, os.W_OK)
-        and _fs_type(c) not in ("tmpfs", "ramfs", "devtmpfs")
-    ]
-    device = dataset_root.stat().st_dev
-    same_disk = [c for c in usable if c.stat().st_dev == device]
-    if same_disk:
-        return same_disk[0]
-    return usable[0] if usable else Path(tempfile.gettempdir())
-
-
-def _remove_dead_scratch(parent: Path) -> None:
-    """Scratch folders of sessions that were killed (their pid is gone)."""
-    for folder in parent.glob(_SCRATCH_PREFIX + "*"):
-        pid = folder.name[len(_SCRATCH_PREFIX) :].split("-")[0]
-        if pid.isdigit() and int(pid) != os.getpid():
-            try:
-                os.kill(int(pid), 0)
-            except ProcessLookupError:
-                shutil.rmtree(folder, ignore_errors=True)
-            except PermissionError:
-                pass
-
-
-def scratch_dir(ctx: CaseContext) -> Path:
-    global _SCRATCH
-    if _SCRATCH is None or not _SCRATCH.is_dir():
-        parent = choose_scratch_parent(Path(ctx.dataset.manifest.root))
-        parent.mkdir(parents=True, exist_ok=True)
-        _remove_dead_scratch(parent)
-        _SCRATCH = Path(tempfile.mkdtemp(prefix=f"{_SCRATCH_PREFIX}{os.getpid()}-", dir=parent))
-        atexit.register(shutil.rmtree, _SCRATCH, ignore_errors=True)
-    return _SCRATCH
-
-
-def built_format(ctx: CaseContext, spec: FormatSpec) -> BuildReport:
-    """The format of the first N images, built once per session."""
-    entries = ctx.entries()
-    key = (ctx.dataset.fingerprint, spec.name, len(entries))
-    report = _BUILT.get(key)
-    if report is None or not report.path.is_dir():
-        target = scratch_dir(ctx) / f"{spec.name}-{ctx.dataset.fingerprint}-{len(entries)}"
-        report = build_format(spec, ctx.dataset.manifest.root, entries, target)
-        _BUILT[key] = report
-    return report
 
 
 def _spec_of(case: Case) -> FormatSpec:
@@ -214,7 +105,7 @@ def _prepare_write(ctx: CaseContext, case: Case) -> Workload:
     entries = ctx.entries()
     root = Path(ctx.dataset.manifest.root)
     warm(root / e.path for e in entries)
-    folder = scratch_dir(ctx) / f"write-{spec.name}"
+    folder = ctx.scratch_dir() / f"write-{spec.name}"
     durations: list[float] = []
     last: dict[str, BuildReport] = {}
     extra: dict[str, Any] = {"order": "sequential", "payload": spec.stores}
@@ -233,11 +124,7 @@ def _prepare_write(ctx: CaseContext, case: Case) -> Workload:
             return
         extra.update(_size_extra(report))
         extra["write_images_per_s"] = round(len(entries) / statistics.median(durations), 2)
-        key = (ctx.dataset.fingerprint, spec.name, len(entries))
-        if key not in _BUILT:  # the read cases reuse the last round's output
-            target = scratch_dir(ctx) / f"{spec.name}-{ctx.dataset.fingerprint}-{len(entries)}"
-            report.path.rename(target)
-            _BUILT[key] = BuildReport(target, report.meta, report.seconds, report.skipped)
+        adopt_built(ctx, report)  # the read cases reuse the last round's output
         shutil.rmtree(folder, ignore_errors=True)
 
     return Workload(
@@ -255,42 +142,28 @@ def _prepare_write(ctx: CaseContext, case: Case) -> Workload:
 
 
 # -- read ----------------------------------------------------------------------------------------
-class _ColdReads:
-    """Close, evict and check, reopen: what makes every round of a cold case start from disk."""
-
-    def __init__(self, files: list[Path]) -> None:
-        self.files = files
-        self.worst = 0.0
-        self.method = ""
-
-    def first_check(self) -> str | None:
-        """None when eviction works here, else the reason the cold case must be skipped."""
-        check = evict_and_check(self.files)
-        self.method = check.method + "; reader closed and reopened (untimed) before every round"
-        return None if check.ok else f"cold cache impossible here: {check.method}"
-
-    def evict(self) -> None:
-        check = evict_and_check(self.files)
-        self.worst = max(self.worst, check.resident_after)
-        if not check.ok:
-            raise RuntimeError(f"cold round not cold: {check.method}")
-
-
 def _prepare_read(ctx: CaseContext, case: Case) -> Workload:
     import pytest
 
     from imgbench.readers.pillow import PillowReader
 
     spec = _spec_of(case)
-    cache, order, payload = (case.params[k] for k in ("cache_state", "order", "payload"))
+    cache_state, order, payload = (case.params[k] for k in ("cache_state", "order", "payload"))
     report = built_format(ctx, spec)
-    files = format_files(report.path)
-    cold = _ColdReads(files) if cache == "cold" else None
-    if cold is not None and (reason := cold.first_check()):
+    state: dict[str, Any] = {"it": None}
+
+    def reopen() -> None:
+        state["reader"] = open_format(spec, report.path)
+
+    cache = CacheControl(
+        cache_state,
+        format_files(report.path),
+        rewarm=False,
+        reopen=(lambda: state["reader"].close(), reopen),
+    )
+    if reason := cache.start():  # before the reader maps or caches anything
         pytest.skip(reason)
-    if cold is None:
-        warm(files)
-    state: dict[str, Any] = {"reader": open_format(spec, report.path), "it": None}
+    reopen()
     count = len(state["reader"])
     decode = PillowReader().decode if payload == "decode" else None
     extra: dict[str, Any] = {**_size_extra(report), "order": order, "payload": payload}
@@ -303,11 +176,7 @@ def _prepare_read(ctx: CaseContext, case: Case) -> Workload:
 
     def before_round() -> None:
         stop_iteration()
-        if cold is not None:
-            state["reader"].close()
-            cold.evict()
-            extra["resident_after_evict_max"] = round(cold.worst, 4)
-            state["reader"] = open_format(spec, report.path)
+        cache.before_round()
         if order == "sequential":
             state["it"] = iter(state["reader"])
 
@@ -322,13 +191,15 @@ def _prepare_read(ctx: CaseContext, case: Case) -> Workload:
         return next(state["it"])
 
     fetch = step if order == "sequential" else get
-    if decode is None:
-        fn = fetch
-    else:
+    fn: Callable[[int], object] = fetch
+    if decode is not None:
+        decoder = decode
 
-        def fn(i: int) -> object:
+        def fetch_and_decode(i: int) -> object:
             data, label = fetch(i)
-            return decode(data), label  # type: ignore[arg-type]
+            return decoder(cast(bytes, data)), label  # a bytes format: its payloads are bytes
+
+        fn = fetch_and_decode
 
     items = list(range(count))
     if order == "shuffled":
@@ -340,7 +211,7 @@ def _prepare_read(ctx: CaseContext, case: Case) -> Workload:
         bytes_per_round=_payload_bytes(report),
         megapixels_per_round=megapixels,
         before_round=before_round,
-        cache_method=cold.method if cold is not None else _WARM_METHOD,
+        cache=cache,
         extra=extra,
         close=close,
         library_version=spec.version(),
@@ -368,20 +239,21 @@ def _megapixels(ctx: CaseContext, report: BuildReport, payload: str) -> float:
 def _prepare_raw(ctx: CaseContext, case: Case) -> Workload:
     import pytest
 
-    from imgbench.formats.raw import build_concatenated
+    path, sizes = concatenated(ctx)
+    state: dict[str, Any] = {}
 
-    entries = ctx.entries()
-    key = (ctx.dataset.fingerprint, len(entries))
-    if key not in _RAW or not _RAW[key][0].is_file():
-        target = scratch_dir(ctx) / f"raw-{ctx.dataset.fingerprint}-{len(entries)}"
-        _RAW[key] = build_concatenated(Path(ctx.dataset.manifest.root), entries, target)
-    path, sizes = _RAW[key]
-    cold = _ColdReads([path]) if case.params["cache_state"] == "cold" else None
-    if cold is not None and (reason := cold.first_check()):
+    def reopen() -> None:
+        state["handle"] = open(path, "rb", buffering=0)  # noqa: SIM115
+
+    cache = CacheControl(
+        case.params["cache_state"],
+        [path],
+        rewarm=False,
+        reopen=(lambda: state["handle"].close(), reopen),
+    )
+    if reason := cache.start():
         pytest.skip(reason)
-    if cold is None:
-        warm([path])
-    state: dict[str, Any] = {"handle": open(path, "rb", buffering=0)}  # noqa: SIM115
+    reopen()
     total = sum(sizes)
     extra: dict[str, Any] = {
         "format": "raw-file",
@@ -394,11 +266,7 @@ def _prepare_raw(ctx: CaseContext, case: Case) -> Workload:
     }
 
     def before_round() -> None:
-        if cold is not None:
-            state["handle"].close()
-            cold.evict()
-            extra["resident_after_evict_max"] = round(cold.worst, 4)
-            state["handle"] = open(path, "rb", buffering=0)  # noqa: SIM115
+        cache.before_round()
         state["handle"].seek(0)
 
     def read(size: int) -> bytes:
@@ -409,7 +277,7 @@ def _prepare_raw(ctx: CaseContext, case: Case) -> Workload:
         fn=read,
         bytes_per_round=total,
         before_round=before_round,
-        cache_method=cold.method if cold is not None else _WARM_METHOD,
+        cache=cache,
         extra=extra,
         close=lambda: state["handle"].close(),
     )

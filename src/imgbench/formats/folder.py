@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from pathlib import Path
+from typing import cast
 
 from imgbench.formats.base import BaseReader, FormatMeta, Record, WritePlan, check_index
 
@@ -20,7 +21,7 @@ def write(out: Path, records: Iterable[Record], plan: WritePlan) -> None:
                 (out / folder).mkdir(exist_ok=True)
                 made.add(folder)
             rel = f"{folder}/{record.index:08d}{EXTENSIONS.get(record.codec, '.img')}"
-            (out / rel).write_bytes(record.payload)  # type: ignore[arg-type]
+            (out / rel).write_bytes(cast(bytes, record.payload))  # a bytes format: file bytes
             index.write(f"{rel}\t{record.label}\n")
 
 

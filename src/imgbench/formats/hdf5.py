@@ -48,7 +48,7 @@ def write(out: Path, records: Iterable[Record], plan: WritePlan) -> None:
                 images[count:end] = np.stack([r.payload for r in batch])
             else:
                 column = np.empty(len(batch), dtype=object)
-                column[:] = [np.frombuffer(r.payload, dtype=np.uint8) for r in batch]  # type: ignore[arg-type]
+                column[:] = [np.frombuffer(r.payload, dtype=np.uint8) for r in batch]
                 images[count:end] = column
             labels[count:end] = [r.label for r in batch]
             count = end

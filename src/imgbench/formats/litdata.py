@@ -57,4 +57,4 @@ class Reader(BaseReader):
 
     def close(self) -> None:
         self._unmap()
-        self._dataset = None  # type: ignore[assignment]
+        self._dataset = None

@@ -9,6 +9,7 @@ from __future__ import annotations
 import struct
 from collections.abc import Iterable, Iterator
 from pathlib import Path
+from typing import cast
 
 import lmdb
 
@@ -29,7 +30,7 @@ def write(out: Path, records: Iterable[Record], plan: WritePlan) -> None:
         for batch in batched(records, TXN_RECORDS):
             with env.begin(write=True) as txn:
                 for record in batch:
-                    txn.put(_key(record.index), _LABEL.pack(record.label) + record.payload)  # type: ignore[operator]
+                    txn.put(_key(record.index), _LABEL.pack(record.label) + record.payload)
         env.sync(True)
     finally:
         env.close()
@@ -48,7 +49,8 @@ class Reader(BaseReader):
         return self._count
 
     def __getitem__(self, index: int) -> tuple[bytes, int]:
-        value = self._txn.get(_key(check_index(index, self._count)))
+        # every index below the count was written, so get() finds it (its type allows None)
+        value = cast(memoryview, self._txn.get(_key(check_index(index, self._count))))
         return bytes(value[4:]), _LABEL.unpack_from(value)[0]
 
     def __iter__(self) -> Iterator[tuple[bytes, int]]:

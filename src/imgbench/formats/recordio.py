@@ -19,7 +19,7 @@ from __future__ import annotations
 import struct
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, cast
 
 from imgbench.formats.base import BaseReader, FormatMeta, Record, WritePlan, check_index
 
@@ -99,7 +99,8 @@ def write(out: Path, records: Iterable[Record], plan: WritePlan) -> None:
     with (out / REC).open("wb") as rec, (out / IDX).open("w", encoding="ascii") as idx:
         for record in records:
             idx.write(f"{record.index}\t{rec.tell()}\n")
-            rec.write(encode_record(pack(record.label, record.index, record.payload)))  # type: ignore[arg-type]
+            payload = cast(bytes, record.payload)  # a bytes format gets the file's bytes
+            rec.write(encode_record(pack(record.label, record.index, payload)))
 
 
 class Reader(BaseReader):

@@ -1,63 +1,130 @@
-"""Every storage format imgbench knows. Adding one: a module (``write``, ``Reader``) + an entry."""
+"""Every storage format imgbench knows. Adding one: a module (``write``, ``Reader``) + an entry.
+
+``quick`` entries are the quick profile's formats."""
 
 from __future__ import annotations
 
 from imgbench.formats.base import FormatSpec
+from imgbench.library import catalog, find
 
 _M = "imgbench.formats."
 
 FORMATS: tuple[FormatSpec, ...] = (
-    FormatSpec("folder", "image-folder", "one-file-per-image", _M + "folder", (), None),
-    FormatSpec("lmdb", "lmdb", "key-per-image", _M + "lmdb", ("lmdb",), "lmdb"),
-    FormatSpec("hdf5-vlen", "hdf5", "vlen-bytes", _M + "hdf5", ("h5py",), "h5py"),
     FormatSpec(
-        "hdf5-array",
-        "hdf5",
-        "fixed-array-256",
-        _M + "hdf5",
-        ("h5py",),
-        "h5py",
+        name="folder",
+        library="image-folder",
+        variant="one-file-per-image",
+        module=_M + "folder",
+        quick=True,
+    ),
+    FormatSpec(
+        name="lmdb",
+        library="lmdb",
+        variant="key-per-image",
+        module=_M + "lmdb",
+        requires=("lmdb",),
+        dist="lmdb",
+        quick=True,
+    ),
+    FormatSpec(
+        name="hdf5-vlen",
+        library="hdf5",
+        variant="vlen-bytes",
+        module=_M + "hdf5",
+        requires=("h5py",),
+        dist="h5py",
+    ),
+    FormatSpec(
+        name="hdf5-array",
+        library="hdf5",
+        variant="fixed-array-256",
+        module=_M + "hdf5",
+        requires=("h5py",),
+        dist="h5py",
         stores="array",
         parallel_write=True,
     ),
     FormatSpec(
-        "npy-decoded",
-        "numpy",
-        "memmap-decoded-256",
-        _M + "npy",
-        (),
-        "numpy",
+        name="npy-decoded",
+        library="numpy",
+        variant="memmap-decoded-256",
+        module=_M + "npy",
+        dist="numpy",
         stores="array",
         parallel_write=True,
     ),
-    FormatSpec("npy-packed", "numpy", "packed-bytes-offsets", _M + "npy", (), "numpy"),
-    FormatSpec("tar", "webdataset", "tar-shards", _M + "tar", ("webdataset",), "webdataset"),
-    FormatSpec("parquet", "parquet", "binary-column", _M + "parquet", ("pyarrow",), "pyarrow"),
     FormatSpec(
-        "tfrecord", "tfrecord", "example-per-image", _M + "tfrecord", ("tfrecord",), "tfrecord"
+        name="npy-packed",
+        library="numpy",
+        variant="packed-bytes-offsets",
+        module=_M + "npy",
+        dist="numpy",
+        quick=True,
     ),
     FormatSpec(
-        "recordio",
-        "recordio",
-        "mxnet-rec-idx",
-        _M + "recordio",
-        (),
-        None,
+        name="tar",
+        library="webdataset",
+        variant="tar-shards",
+        module=_M + "tar",
+        requires=("webdataset",),
+        dist="webdataset",
+        quick=True,
+    ),
+    FormatSpec(
+        name="parquet",
+        library="parquet",
+        variant="binary-column",
+        module=_M + "parquet",
+        requires=("pyarrow",),
+        dist="pyarrow",
+        quick=True,
+    ),
+    FormatSpec(
+        name="tfrecord",
+        library="tfrecord",
+        variant="example-per-image",
+        module=_M + "tfrecord",
+        requires=("tfrecord",),
+        dist="tfrecord",
+    ),
+    FormatSpec(
+        name="recordio",
+        library="recordio",
+        variant="mxnet-rec-idx",
+        module=_M + "recordio",
         note="MXNet's .rec/.idx layout, written by imgbench (MXNet does not install)",
     ),
-    FormatSpec("zarr", "zarr", "vlen-bytes-sharded", _M + "zarr", ("zarr",), "zarr"),
     FormatSpec(
-        "sqlite",
-        "sqlite",
-        "blob-per-row",
-        _M + "sqlite",
-        ("sqlite3",),
-        None,
+        name="zarr",
+        library="zarr",
+        variant="vlen-bytes-sharded",
+        module=_M + "zarr",
+        requires=("zarr",),
+        dist="zarr",
+    ),
+    FormatSpec(
+        name="sqlite",
+        library="sqlite",
+        variant="blob-per-row",
+        module=_M + "sqlite",
+        requires=("sqlite3",),
         version_attr="sqlite3:sqlite_version",
     ),
-    FormatSpec("torch-save", "torch-save", "pth-shards", _M + "torch_save", ("torch",), "torch"),
     FormatSpec(
-        "litdata", "litdata", "binary-writer-chunks", _M + "litdata", ("litdata",), "litdata"
+        name="torch-save",
+        library="torch-save",
+        variant="pth-shards",
+        module=_M + "torch_save",
+        requires=("torch",),
+        dist="torch",
+    ),
+    FormatSpec(
+        name="litdata",
+        library="litdata",
+        variant="binary-writer-chunks",
+        module=_M + "litdata",
+        requires=("litdata",),
+        dist="litdata",
     ),
 )
 
@@ -79,8 +146,10 @@ UNAVAILABLE: tuple[tuple[str, str], ...] = (
 )
 
 
+def formats() -> tuple[FormatSpec, ...]:
+    """The built-in formats, then those other packages register (``imgbench.format``)."""
+    return catalog("format", FORMATS, FormatSpec)
+
+
 def get_format(name: str) -> FormatSpec:
-    for spec in FORMATS:
-        if spec.name == name:
-            return spec
-    raise KeyError(f"unknown format {name!r}; known: {[s.name for s in FORMATS]}")
+    return find(formats(), name, "format")

@@ -10,6 +10,7 @@ from __future__ import annotations
 import tarfile
 from collections.abc import Iterable, Iterator
 from pathlib import Path
+from typing import BinaryIO
 
 import numpy as np
 
@@ -48,7 +49,7 @@ class Reader(BaseReader):
         self._shards = [str(p) for p in sorted(self.path.glob("shard-*.tar"))]
         self._index = np.load(self.path / "index.npy")
         self._labels = np.load(self.path / "labels.npy")
-        self._handles: dict[int, object] = {}
+        self._handles: dict[int, BinaryIO] = {}
 
     def __len__(self) -> int:
         return len(self._index)
@@ -59,8 +60,8 @@ class Reader(BaseReader):
         handle = self._handles.get(shard)
         if handle is None:
             handle = self._handles[shard] = open(self._shards[shard], "rb")  # noqa: SIM115
-        handle.seek(offset)  # type: ignore[attr-defined]
-        return handle.read(size), int(self._labels[index])  # type: ignore[attr-defined]
+        handle.seek(offset)
+        return handle.read(size), int(self._labels[index])
 
     def __iter__(self) -> Iterator[tuple[bytes, int]]:
         import webdataset as wds
@@ -72,5 +73,5 @@ class Reader(BaseReader):
 
     def close(self) -> None:
         for handle in self._handles.values():
-            handle.close()  # type: ignore[attr-defined]
+            handle.close()
         self._handles.clear()

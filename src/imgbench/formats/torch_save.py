@@ -26,8 +26,7 @@ def write(out: Path, records: Iterable[Record], plan: WritePlan) -> None:
         torch.save(
             {
                 "images": [
-                    torch.frombuffer(bytearray(r.payload), dtype=torch.uint8)  # type: ignore[arg-type]
-                    for r in batch
+                    torch.frombuffer(bytearray(r.payload), dtype=torch.uint8) for r in batch
                 ],
                 "labels": torch.tensor([r.label for r in batch], dtype=torch.int64),
             },

@@ -3,20 +3,21 @@
 Bytes formats must return the source file's bytes exactly; array formats must return exactly the
 array :func:`imgbench.formats.base.fixed_array` makes from the source. Labels must match too, by
 random access and by sequential iteration.
+
+The checks only, free of the CLI stack (typer, rich) like every stage's checks; the command and
+its table live in ``imgbench.formats.verify_cli``.
 """
 
 from __future__ import annotations
 
-import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING
 
 import numpy as np
-import typer
 
-from imgbench.console import fail
+from imgbench.formats import registry
 from imgbench.formats.base import (
     FormatError,
     FormatSpec,
@@ -26,7 +27,6 @@ from imgbench.formats.base import (
     open_format,
     read_keys,
 )
-from imgbench.formats.registry import FORMATS
 from imgbench.harness.case import Case
 
 if TYPE_CHECKING:
@@ -37,6 +37,8 @@ MAX_MESSAGES = 5
 
 @dataclass
 class VerifyResult:
+    """One format's round trip: its status and what differed."""
+
     name: str
     status: str  # ok | mismatch | skipped | error
     records: int = 0
@@ -53,9 +55,9 @@ def unmet_requirement(spec: FormatSpec) -> str | None:
         stage="format",
         library=spec.library,
         variant=spec.variant,
-        prepare=lambda c, k: None,
+        prepare=None,  # type: ignore[arg-type]  # a requirement probe is never prepared
         requires=spec.requires,
-    )  # type: ignore[arg-type,return-value]
+    )
     return probe.unmet_requirement()
 
 
@@ -140,68 +142,14 @@ def verify_format(
 def verify_all(
     manifest: Manifest, workdir: Path, *, names: Sequence[str] | None = None, limit: int = 0
 ) -> list[VerifyResult]:
+    """Round-trip each format (all, or ``names``) on the first ``limit`` entries (0: all)."""
     entries = manifest.entries[:limit] if limit else manifest.entries
-    specs = [s for s in FORMATS if not names or s.name in names]
+    specs = [s for s in registry.formats() if not names or s.name in names]
     return [verify_format(spec, manifest.root, entries, workdir) for spec in specs]
 
 
-def _load_manifest(dataset: str) -> Manifest:
-    try:
-        from imgbench.datasets import load_dataset  # type: ignore[attr-defined]
-    except ImportError:
-        from imgbench.datasets.scan import scan
+def load_manifest(dataset: str) -> Manifest:
+    """The manifest of ``dataset``, a folder of images or a recipe name (DatasetError if not)."""
+    from imgbench.datasets import load_dataset
 
-        return scan(Path(dataset))
     return load_dataset(dataset).manifest
-
-
-def verify_command(
-    dataset: Annotated[str, typer.Option("--dataset", help="a folder of images, or a recipe name")],
-    formats: Annotated[
-        list[str] | None,
-        typer.Option("--format", "-f", help="only these formats (repeatable); default: all"),
-    ] = None,
-    max_images: Annotated[
-        int, typer.Option("--max-images", help="verify the first N images only (0 = all)")
-    ] = 0,
-) -> None:
-    """Write every storage format and check every record reads back identical, with its label."""
-    from rich.console import Console
-    from rich.table import Table
-
-    from imgbench.datasets.manifest import DatasetError
-
-    console = Console()
-    try:
-        manifest = _load_manifest(dataset)
-    except DatasetError as exc:
-        raise fail(exc) from None
-    unknown = sorted(set(formats or ()) - {s.name for s in FORMATS})
-    if unknown:
-        raise fail(f"unknown format(s) {unknown}; known: {[s.name for s in FORMATS]}")
-    with tempfile.TemporaryDirectory(prefix="imgbench-verify-") as tmp:
-        results = verify_all(manifest, Path(tmp), names=formats, limit=max_images)
-    table = Table(title=f"round trip of {manifest.root}")
-    for column in ("format", "status", "records", "size ratio", "write s", "detail"):
-        table.add_column(column)
-    colours = {"ok": "green", "skipped": "yellow", "mismatch": "red", "error": "red"}
-    for r in results:
-        detail = r.reason or "; ".join(r.messages)
-        if r.skipped_files:
-            detail = (
-                detail + "; " if detail else ""
-            ) + f"{len(r.skipped_files)} source files skipped"
-        table.add_row(
-            r.name,
-            f"[{colours[r.status]}]{r.status}[/]",
-            str(r.records),
-            f"{r.size_ratio:.3f}" if r.size_ratio is not None else "",
-            f"{r.write_s:.2f}" if r.write_s is not None else "",
-            detail,
-        )
-    console.print(table)
-    for r in results:
-        for path, why in r.skipped_files[:MAX_MESSAGES]:
-            console.print(f"  {r.name}: skipped {path}: {why}")
-    if any(r.status in ("mismatch", "error") for r in results):
-        raise typer.Exit(1)

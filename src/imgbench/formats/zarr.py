@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from pathlib import Path
+from typing import cast
 
 import numpy as np
 
@@ -28,6 +29,7 @@ SHARD = 256  # records per shard file (and per write / per sequential read)
 
 def write(out: Path, records: Iterable[Record], plan: WritePlan) -> None:
     import zarr
+    from zarr.dtype import VariableLengthBytes
 
     with quiet_warnings():
         images = zarr.create_array(
@@ -35,9 +37,9 @@ def write(out: Path, records: Iterable[Record], plan: WritePlan) -> None:
             shape=(max(plan.count_hint, 1),),
             chunks=(1,),
             shards=(SHARD,),
-            dtype=zarr.dtype.VariableLengthBytes(),
+            dtype=VariableLengthBytes(),
         )
-        labels = []
+        labels: list[int] = []
         count = 0
         for batch in batched(records, SHARD):
             column = np.empty(len(batch), dtype=object)
@@ -56,7 +58,8 @@ class Reader(BaseReader):
         super().__init__(path, meta)
         with quiet_warnings():
             self._images = zarr.open_array(self.path / "images.zarr", mode="r")
-            self._labels = zarr.open_array(self.path / "labels.zarr", mode="r")[:]
+            # a whole-array slice is an ndarray (zarr types it as any array-like or scalar)
+            self._labels = cast(np.ndarray, zarr.open_array(self.path / "labels.zarr", mode="r")[:])
 
     def __len__(self) -> int:
         return int(self._images.shape[0])
@@ -64,12 +67,12 @@ class Reader(BaseReader):
     def __getitem__(self, index: int) -> tuple[bytes, int]:
         index = check_index(index, len(self))
         with quiet_warnings():
-            value = self._images[index : index + 1][0]
-        return value, int(self._labels[index])
+            block = cast(np.ndarray, self._images[index : index + 1])  # a slice: an ndarray
+        return block[0], int(self._labels[index])
 
     def __iter__(self) -> Iterator[tuple[bytes, int]]:
         for start in range(0, len(self), SHARD):
             with quiet_warnings():
-                block = self._images[start : start + SHARD]
+                block = cast(np.ndarray, self._images[start : start + SHARD])  # a slice
             for offset, value in enumerate(block):
                 yield value, int(self._labels[start + offset])

@@ -12,7 +12,7 @@ import ctypes
 import ctypes.util
 import mmap
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -104,3 +104,66 @@ def warm(paths: Iterable[Path]) -> None:
         with Path(path).open("rb") as handle:
             while handle.read(1 << 20):
                 pass
+
+
+class CacheControl:
+    """The page-cache state a case's rounds start from, made before every round and checked.
+
+    ``warm``: every file is read before the first round (and before each round when
+    ``rewarm``). ``cold``: before every round the files are evicted and the eviction is checked
+    with mincore; ``reopen`` (close, then open) runs around the eviction so that a reader's own
+    buffers or maps do not keep the data. Where cold is impossible (tmpfs), :meth:`start` says why,
+    and the case is skipped rather than reporting a warm figure as cold.
+    """
+
+    def __init__(
+        self,
+        state: str,
+        files: list[Path],
+        *,
+        rewarm: bool = True,
+        reopen: tuple[Callable[[], None], Callable[[], None]] | None = None,
+    ) -> None:
+        if state not in ("warm", "cold"):
+            raise ValueError(f"cache state must be warm or cold, not {state!r}")
+        self.state, self.files, self.rewarm, self.reopen = state, files, rewarm, reopen
+        self.worst_resident = 0.0  # the largest fraction left resident by an eviction
+        self.method = ""
+
+    def start(self) -> str | None:
+        """Make the first round's state; the reason it cannot be made here, or None."""
+        if self.state == "warm":
+            warm(self.files)
+            when = "before each round" if self.rewarm else "once before timing"
+            self.method = (
+                f"warm: every file read {when}; mincore residency after warming "
+                f"{resident_fraction(self.files):.0%}"
+            )
+            return None
+        check = evict_and_check(self.files)
+        self.worst_resident = check.resident_after
+        self.method = check.method
+        if self.reopen is not None:
+            self.method += "; reader closed and reopened (untimed) before every round"
+        return None if check.ok else f"cold cache impossible here: {check.method}"
+
+    def before_round(self) -> None:
+        """Untimed, before every round: warm again, or close, evict, check and reopen."""
+        if self.state == "warm":
+            if self.rewarm:
+                warm(self.files)
+            return
+        if self.reopen is not None:
+            self.reopen[0]()
+        check = evict_and_check(self.files)
+        self.worst_resident = max(self.worst_resident, check.resident_after)
+        if not check.ok:
+            raise RuntimeError(f"cold round not cold: {check.method}")
+        if self.reopen is not None:
+            self.reopen[1]()
+
+    def extra(self) -> dict[str, float]:
+        """What the row records about the cache state it measured."""
+        if self.state == "warm":
+            return {}
+        return {"resident_after_evict_max": round(self.worst_resident, 4)}

@@ -6,15 +6,16 @@ skips and rows all happen once, in the harness.
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from imgbench.errors import one_line
+from imgbench.library import missing_module
 
 if TYPE_CHECKING:
+    from imgbench.harness.cache import CacheControl
     from imgbench.harness.context import CaseContext
+    from imgbench.library import LibrarySpec
 
 
 @dataclass
@@ -28,6 +29,8 @@ class Workload:
     images_per_item: int = 1
     before_round: Callable[[], None] | None = None  # untimed, e.g. evict the page cache
     cache_method: str | None = None
+    # the page-cache state the rounds start from; its method and residency go into the row
+    cache: CacheControl | None = None
     extra: dict[str, Any] = field(default_factory=dict)
     close: Callable[[], None] | None = None
     # True when ``fn`` runs a tool that times itself (e.g. tjbench) and returns seconds per item;
@@ -77,14 +80,42 @@ class Case:
 
     def unmet_requirement(self) -> str | None:
         """Why this case cannot run here, or None."""
-        for module in self.requires:
-            try:
-                importlib.import_module(module)
-            except Exception as exc:  # an ImportError, or a library broken at import
-                return f"{self.library}: cannot import {module} ({one_line(exc)})"
-        if self.check is not None:
-            return self.check()
-        return None
+        reason = missing_module(self.library, self.requires)
+        if reason is None and self.check is not None:
+            reason = self.check()
+        return reason
+
+
+def spec_case(
+    spec: LibrarySpec,
+    *,
+    stage: str,
+    prepare: Callable[[CaseContext, Case], Workload],
+    params: Mapping[str, Any],
+    variant: str | None = None,
+    requires: tuple[str, ...] | None = None,
+    check: Callable[[], str | None] | None = None,
+) -> Case:
+    """A case of one registry entry: its library, requirements, version and environment.
+
+    ``check`` is the case's own availability check, run after the spec's.
+    """
+    checks = [c for c in (spec.check, check) if c is not None]
+
+    def both() -> str | None:
+        return next((reason for c in checks if (reason := c()) is not None), None)
+
+    return Case(
+        stage=stage,
+        library=spec.library,
+        variant=spec.variant if variant is None else variant,
+        prepare=prepare,
+        params=params,
+        requires=spec.requires if requires is None else requires,
+        dist=spec.dist,
+        environment=spec.environment,
+        check=(checks[0] if len(checks) == 1 else both) if checks else None,
+    )
 
 
 def _fmt(value: Any) -> str:

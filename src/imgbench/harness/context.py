@@ -1,16 +1,26 @@
-"""What a case's ``prepare`` may use: the dataset, the profile, and inputs loaded once per session."""
+"""What a case's ``prepare`` may use: the dataset, the profile, and inputs built once per session.
+
+Everything a stage shares between its cases (encoded bytes, decoded arrays, reference decodes,
+built formats) lives here, keyed by what it depends on, and not in module globals: a session's
+cache ends with its context, and :meth:`CaseContext.close` removes what it built on disk.
+"""
 
 from __future__ import annotations
 
+import atexit
 import functools
+import shutil
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from imgbench.profiles import Profile
 
 if TYPE_CHECKING:
     from imgbench.datasets import Dataset, ImageEntry
+
+T = TypeVar("T")
 
 
 @dataclass
@@ -18,9 +28,8 @@ class CaseContext:
     dataset: Dataset
     profile: Profile
     max_images: int
-    _bytes_cache: dict[tuple[str, int], list[tuple[ImageEntry, bytes]]] = field(
-        default_factory=dict, repr=False
-    )
+    _shared: dict[Hashable, Any] = field(default_factory=dict, repr=False)
+    _scratch: Path | None = field(default=None, repr=False)
 
     def entries(self, codec: str | None = None, limit: int | None = None) -> list[ImageEntry]:
         """The first ``limit`` usable entries (of one codec if given), in manifest order."""
@@ -29,17 +38,46 @@ class CaseContext:
         return chosen[:limit]
 
     def path(self, entry: ImageEntry) -> Path:
-        return self.dataset.manifest.root / entry.path
+        return Path(self.dataset.manifest.root) / entry.path
+
+    def shared(self, key: Hashable, build: Callable[[], T]) -> T:
+        """``build()`` once per session for ``key``; every later case with that key gets it."""
+        if key not in self._shared:
+            self._shared[key] = build()
+        value: T = self._shared[key]
+        return value
+
+    def has(self, key: Hashable) -> bool:
+        return key in self._shared
+
+    def forget(self, key: Hashable) -> None:
+        """Drop a shared value (e.g. a built folder that has gone), so the next use rebuilds it."""
+        self._shared.pop(key, None)
 
     def encoded(self, codec: str, limit: int | None = None) -> list[tuple[ImageEntry, bytes]]:
         """Encoded file bytes of the first images of ``codec``, read once and shared by cases."""
         limit = self.max_images if limit is None else limit
-        key = (codec, limit)
-        if key not in self._bytes_cache:
-            self._bytes_cache[key] = [
-                (entry, self.path(entry).read_bytes()) for entry in self.entries(codec, limit)
-            ]
-        return self._bytes_cache[key]
+        return self.shared(
+            ("encoded", codec, limit),
+            lambda: [(e, self.path(e).read_bytes()) for e in self.entries(codec, limit)],
+        )
+
+    def scratch_dir(self) -> Path:
+        """This session's folder for built inputs, on the dataset's disk (never tmpfs)."""
+        if self._scratch is None or not self._scratch.is_dir():
+            from imgbench.harness.scratch import make_scratch
+
+            self._scratch = make_scratch(Path(self.dataset.manifest.root))
+            # a session that ends without close() (an error in pytest itself) still cleans up
+            atexit.register(shutil.rmtree, self._scratch, ignore_errors=True)
+        return self._scratch
+
+    def close(self) -> None:
+        """End the session's caches and remove its scratch folder."""
+        self._shared.clear()
+        if self._scratch is not None:
+            shutil.rmtree(self._scratch, ignore_errors=True)
+            self._scratch = None
 
     @functools.cached_property
     def codecs(self) -> list[str]:

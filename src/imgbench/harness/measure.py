@@ -146,8 +146,8 @@ def measure(
         warmup_rounds=warmup_rounds,
         threads=settings,
         peak_rss_bytes=peak,
-        cache_method=workload.cache_method,
-        extra=dict(workload.extra),
+        cache_method=workload.cache.method if workload.cache else workload.cache_method,
+        extra={**workload.extra, **(workload.cache.extra() if workload.cache else {})},
         timer="reported by the tool" if workload.self_timed else "perf_counter",
         library_version=workload.library_version,
     )

@@ -12,7 +12,8 @@ import json
 import os
 import time
 import uuid
-from dataclasses import dataclass, field, replace
+from collections.abc import Generator
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -23,12 +24,12 @@ from imgbench.errors import one_line
 from imgbench.harness.case import Case
 from imgbench.harness.context import CaseContext
 from imgbench.harness.measure import Measurement, measure
-from imgbench.harness.stages import stage_cases
 from imgbench.machine import commit_info, dist_version, machine_info
 from imgbench.paths import looks_like_path
-from imgbench.profiles import Profile, get_profile
+from imgbench.profiles import Profile, ProfileError, get_profile
 from imgbench.results.schema import empty_row
 from imgbench.results.store import write_rows
+from imgbench.stages import STAGES, stage_cases
 
 # Set by `imgbench run` so that its sessions (environments, datasets) share one group id.
 RUN_GROUP_ENV = "IMGBENCH_RUN_GROUP"
@@ -96,7 +97,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--imgbench-profile",
         metavar="NAME",
         default="default",
-        help="quick | default | full (default: default)",
+        help="quick | default | full, or a [tool.imgbench.profiles.NAME] of pyproject.toml "
+        "(default: default)",
     )
     group.addoption(
         "--dataset",
@@ -128,10 +130,10 @@ def pytest_configure(config: pytest.Config) -> None:
     )
     try:
         profile = get_profile(config.getoption("imgbench_profile"))
-    except ValueError as exc:
-        raise pytest.UsageError(str(exc)) from None
-    if config.getoption("imgbench_secondary"):
-        profile = replace(profile, secondary=True)
+        if config.getoption("imgbench_secondary"):
+            profile = profile.on_extra_dataset()
+    except ProfileError as exc:
+        raise pytest.UsageError(f"imgbench: {exc}") from None
     spec = config.getoption("imgbench_dataset")
     if spec and looks_like_path(spec) and not Path(spec).exists():
         raise pytest.UsageError(f"imgbench: dataset path does not exist: {spec}")
@@ -161,6 +163,11 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
             f"{metafunc.definition.nodeid}: mark the module with pytest.mark.imgbench(stage=...)"
         )
     stage = marker.kwargs.get("stage") or marker.args[0]
+    if stage not in {s.name for s in STAGES}:
+        raise pytest.UsageError(
+            f"{metafunc.definition.nodeid}: unknown imgbench stage {stage!r}; "
+            f"known: {[s.name for s in STAGES]}"
+        )
     state = metafunc.config.stash[STATE_KEY]
     cases = stage_cases(stage, state.profile)
     if state.environment != "main":  # an isolated environment runs only its own cases
@@ -205,7 +212,9 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 
 
 @pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):  # type: ignore[no-untyped-def]
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, Any, None]:
     outcome = yield
     report: pytest.TestReport = outcome.get_result()
     case = item.stash.get(CASE_KEY, None)
@@ -305,6 +314,13 @@ def build_row(
             extra_json=json.dumps({"timer": measurement.timer, **measurement.extra}, default=str),
         )
     return row
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """The session's shared inputs end with it; what it built on disk is removed."""
+    state = session.config.stash.get(STATE_KEY, None)
+    if state is not None and state._context is not None:
+        state._context.close()
 
 
 def pytest_benchmark_update_machine_info(config: pytest.Config, machine_info: dict) -> None:

@@ -74,10 +74,10 @@ def loader_configurations(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def limiting_stage(extra: dict[str, Any]) -> str:
-    times = extra.get("stage_times_s") or {}
+    times: dict[str, float] = extra.get("stage_times_s") or {}
     if not times:
         return "unknown (no stage times)"
-    stage = max(times, key=times.get)
+    stage = max(times, key=times.__getitem__)
     text = f"{stage} {1e3 * times[stage]:.2f} ms/img"
     efficiency = extra.get("parallel_efficiency")
     if isinstance(efficiency, int | float) and efficiency < OVERHEAD_LIMITED:

@@ -23,8 +23,9 @@ from typing import Any, Protocol
 #   (images: B x 3 x H x W float32 tensor, or a list of HxWx3 arrays for the pass-through pipeline,
 #    labels: int64 tensor of B,
 #    stage_s: B x 3 float64 tensor of per-image seconds in (read, decode, augment),
-#    collate_s: seconds the collate of this batch took)
-Batch = tuple[Any, Any, Any, float]
+#    collate_s: seconds the collate of this batch took;
+#    stage_s and collate_s are None from a loader that cannot time its parts, e.g. a tf.data graph)
+Batch = tuple[Any, Any, Any, float | None]
 
 FIRST_BATCH_TIMEOUT_S = 180.0  # worker start-up included: spawn re-imports torch in each worker
 BATCH_TIMEOUT_S = 60.0

@@ -7,127 +7,89 @@ empties a full queue at memory speed. Every
 process computes on one thread (``threads=1``): parallelism comes from the loader's workers, and
 0 workers is the single-core baseline the speed-up is measured against.
 
-What each profile runs (``plan_for``): ``quick`` = DataLoader with 0 and 2 workers and the
-thread pool, tiny; ``default`` = the worker sweep 0..2 x cores, start methods, persistent and
-prefetch knobs, the other pipelines, every other loader, Ray Data, the copy-on-access memory
-experiment, and AU under an emulated training step (about 7 minutes on 2 cores); on the
-profile's extra datasets (real photos, ``profile.secondary``) the sweeps, every loader and AU
-(about 3 minutes); ``full`` = more of each.
+What runs comes from the profile's :class:`LoaderPlan` and each loader's registry entry: the
+reference loader (``sweep="workers"``, the DataLoader) runs the worker sweep, its knobs, the
+extra pipelines and AU; thread-pool loaders run the thread sweep; every other registered loader
+runs the rows its entry declares, so a new loader needs no edit here.
 """
 
 from __future__ import annotations
 
-import functools
-import os
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
-from imgbench.harness.case import Case, Workload
+from imgbench.harness.case import Case, Workload, spec_case
 from imgbench.harness.context import CaseContext
+from imgbench.library import select
 from imgbench.loaders.pipeline import FILES, NO_AUGMENT, PipelineConfig
-from imgbench.loaders.registry import LoaderSpec, get_loader
+from imgbench.loaders.plan import LoaderPlan
+from imgbench.loaders.registry import LoaderSpec, get_loader, loaders, pipeline_config
 from imgbench.profiles import Profile
+from imgbench.stages import load_attr
 
-DEFAULT_PIPELINE = PipelineConfig()
-# the same work shipped as uint8, normalised on the accelerator: a quarter of the bytes cross
-# processes (docs/loaders.md, "why workers scale less than the cores")
-UINT8_PIPELINE = PipelineConfig(recipe="train-uint8")
-TORCH_WORKER_LOADERS = ("torch-dataloader", "sharded-iterable")  # take start_method & co.
+DEFAULT_PIPELINE = pipeline_config("default")
 OUTPUT_SIDE = 224  # the augment stage's train recipe ends in 3 x 224 x 224
 
 
-@dataclass(frozen=True)
-class Plan:
-    batch_size: int
-    batches_per_round: int
-    worker_sweep: tuple[int, ...]
-    sweep_pipelines: tuple[PipelineConfig, ...]  # each swept over worker_sweep
-    thread_sweep: tuple[int, ...]
-    extra_pipelines: tuple[PipelineConfig, ...]
-    start_methods: tuple[str, ...]
-    knobs: bool  # persistent_workers off, prefetch_factor 4, pin_memory
-    other_loaders: bool  # queue feeder, prefetch_generator, sharded iterable, Ray, tf.data, Keras
-    au_accelerators: tuple[int, ...]  # emulated accelerator speeds, images/s
-    cow_workers: tuple[int, ...]
-    cow_entries: int
-
-
-def plan_for(profile: Profile) -> Plan:
-    cores = os.cpu_count() or 2
-    sweep = tuple(sorted({0, 1, 2, cores + 1, *range(4, 2 * cores + 1, 2), 2 * cores}))
-    if profile.name == "quick":
-        return Plan(8, 2, (0, 2), (DEFAULT_PIPELINE,), (2,), (), (), False, False, (), (), 0)
-    pipelines = (
-        PipelineConfig(augment="torchvision/v2-tensor"),
-        PipelineConfig(augment=NO_AUGMENT),  # decode only: big arrays cross processes
-        PipelineConfig(format="lmdb"),
-        PipelineConfig(decoder="pillow/open-convert"),
-    )
-    if profile.name == "full":
-        return Plan(
-            32, 4, sweep, (DEFAULT_PIPELINE, UINT8_PIPELINE), (1, 2, 4, 2 * cores), pipelines, ("fork", "spawn", "forkserver"),
-            True, True, (50, 100, 200, 400), (0, 1, 2, 3, 4), 2_000_000,
-        )  # fmt: skip
-    if profile.secondary:  # an extra dataset (real photos): the sweeps, every loader and AU
-        return Plan(
-            32, 4, sweep, (DEFAULT_PIPELINE, UINT8_PIPELINE), (2, 4), (), (),
-            False, True, (100, 200), (), 0,
-        )  # fmt: skip
-    return Plan(
-        32, 4, sweep, (DEFAULT_PIPELINE, UINT8_PIPELINE), (2, 4), pipelines, ("fork", "spawn", "forkserver"),
-        True, True, (100, 200), (0, 2, 4), 1_000_000,
-    )  # fmt: skip
-
-
 def loader_cases(profile: Profile) -> list[Case]:
-    plan = plan_for(profile)
-    dl = functools.partial(loader_case, "torch-dataloader", plan=plan)
-    cases = [dl(w, config=c) for c in plan.sweep_pipelines for w in plan.worker_sweep]
-    cases += [loader_case("threadpool", t, plan=plan) for t in plan.thread_sweep]
-    for method in plan.start_methods:
-        if method != "fork":
-            cases.append(dl(2, start_method=method))
-    if plan.knobs:
-        cases += [
-            dl(2, persistent_workers=False),
-            dl(2, prefetch_factor=4),
-            dl(2, pin_memory=True),
-        ]
-    for config in plan.extra_pipelines:
-        cases += [dl(0, config=config), dl(2, config=config)]
-    if plan.other_loaders:
-        cases += [
-            loader_case("queue-feeder", 2, plan=plan),
-            loader_case("prefetch-generator", 1, plan=plan),
-            loader_case("sharded-iterable", 0, plan=plan),
-            loader_case("sharded-iterable", 2, plan=plan),
-            loader_case("ray-data", 2, plan=plan),
-            *tensorflow_cases(plan),
-        ]
-    for speed in plan.au_accelerators:
-        cases += [dl(0, accelerator=speed), dl(2, accelerator=speed)]
-    if plan.cow_workers:
-        from imgbench.loaders.cow import cow_cases
-
-        cases += cow_cases(plan.cow_workers, plan.cow_entries)
+    """Sweeps first, then knobs and extra pipelines, every other loader, AU, experiments."""
+    plan = profile.plan(LoaderPlan)
+    specs = select(loaders(), plan.libraries)
+    reference = [s for s in specs if s.sweep == "workers"]
+    cases = [
+        loader_case(spec.library, w, plan=plan, config=pipeline_config(name))
+        for spec in reference
+        for name in plan.sweep_pipelines
+        for w in plan.workers()
+    ]
+    cases += [
+        loader_case(s.library, t, plan=plan)
+        for s in specs
+        if s.sweep == "threads"
+        for t in plan.thread_sweep
+    ]
+    for spec in reference:
+        dl = _partial(spec.library, plan)
+        cases += [dl(2, start_method=m) for m in plan.start_methods if m != "fork"]
+        if plan.knobs:
+            cases += [
+                dl(2, persistent_workers=False),
+                dl(2, prefetch_factor=4),
+                dl(2, pin_memory=True),
+            ]
+        for name in plan.extra_pipelines:
+            config = pipeline_config(name)
+            cases += [dl(0, config=config), dl(2, config=config)]
+    for spec in specs:
+        if spec.sweep is None and spec.experiment is None:
+            cases += [
+                loader_case(spec.library, w, plan=plan, config=pipeline_config(name))
+                for name in spec.pipelines
+                for w in spec.workers
+            ]
+    for spec in reference:
+        dl = _partial(spec.library, plan)
+        for speed in plan.au_accelerators:
+            cases += [dl(0, accelerator=speed), dl(2, accelerator=speed)]
+    for spec in specs:
+        if spec.experiment is not None:
+            experiment: Callable[[LoaderPlan], list[Case]] = load_attr(spec.experiment)
+            cases += experiment(plan)
     return cases
 
 
-def tensorflow_cases(plan: Plan) -> list[Case]:
-    """tf.data and Keras run in the tensorflow environment; the main one skips them with why."""
-    return [
-        loader_case("tf-data", 0, plan=plan, config=PipelineConfig(decoder="tensorflow/decode-jpeg", augment="tensorflow")),
-        loader_case("tf-data", 0, plan=plan, config=PipelineConfig(format="tfrecord", decoder="tensorflow/decode-jpeg", augment="tensorflow")),
-        loader_case("keras-pydataset", 2, plan=plan, config=PipelineConfig(decoder="pillow/open-convert", augment="pillow/pil")),
-    ]  # fmt: skip
+def _partial(library: str, plan: LoaderPlan) -> Callable[..., Case]:
+    def case(workers: int, **knobs: Any) -> Case:
+        return loader_case(library, workers, plan=plan, **knobs)
+
+    return case
 
 
 def loader_case(
     library: str,
     workers: int,
     *,
-    plan: Plan,
+    plan: LoaderPlan,
     config: PipelineConfig = DEFAULT_PIPELINE,
     start_method: str | None = None,
     persistent_workers: bool | None = None,
@@ -140,7 +102,7 @@ def loader_case(
     batch_timeout_s: float | None = None,
 ) -> Case:
     spec = get_loader(library)
-    processes = library in TORCH_WORKER_LOADERS and workers > 0
+    processes = spec.torch_workers and workers > 0
     params: dict[str, Any] = {
         "workers": workers,
         "batch_size": batch_size or plan.batch_size,
@@ -162,20 +124,18 @@ def loader_case(
         params["compute_kind"] = compute_kind
     if batch_timeout_s is not None:
         params["batch_timeout_s"] = batch_timeout_s
-    return Case(
+    return spec_case(
+        spec,
         stage="loader",
-        library=library,
         variant=variant_name(config, params),
         prepare=prepare or prepare_loader,
         params=params,
         requires=_requires(spec, config),
-        dist=spec.dist,
-        environment=spec.environment,
         check=_check(params),
     )
 
 
-def batches_per_round(plan: Plan, workers: int, spec: LoaderSpec) -> int:
+def batches_per_round(plan: LoaderPlan, workers: int, spec: LoaderSpec) -> int:
     """At least two batches per worker: N workers deliver their batches in bursts of about N, so
     a shorter round times a burst (near zero) or a gap, and its median says nothing."""
     return max(plan.batches_per_round, spec.round_batches_per_worker * workers)
@@ -242,8 +202,8 @@ def make_source(ctx: CaseContext, config: PipelineConfig, own_formats: tuple[str
         index = {name: i for i, name in enumerate(classes)}
         labels = [index[e.label] if e.label is not None else -1 for e in entries]
         return FileSource([str(ctx.path(e)) for e in entries], labels)
-    from imgbench.formats.cases import built_format
     from imgbench.formats.registry import get_format
+    from imgbench.formats.session import built_format
 
     report = built_format(ctx, get_format(config.format))
     return FormatSource(config.format, report.path, report.meta.count)

@@ -19,6 +19,7 @@ import numpy as np
 
 from imgbench.harness.case import Case, Workload
 from imgbench.harness.context import CaseContext
+from imgbench.loaders.plan import LoaderPlan
 
 INDEX_KINDS = ("list", "numpy", "pyarrow")
 LOOKUPS_PER_BATCH = 4096
@@ -101,7 +102,11 @@ def cow_cases(workers: Sequence[int], entries: int) -> list[Case]:
 def build(index: Any, params: Mapping[str, Any]) -> Any:
     from imgbench.loaders.torch_dataloader import TorchLoader
 
-    return TorchLoader(IndexDataset(index), params, collate_fn=collate_lengths)  # type: ignore[arg-type]
+    return TorchLoader(
+        IndexDataset(index),  # type: ignore[arg-type]  # no SamplePipeline: len and [i] suffice
+        params,
+        collate_fn=collate_lengths,
+    )
 
 
 def prepare_cow(ctx: CaseContext, case: Case) -> Workload:
@@ -133,3 +138,8 @@ def prepare_cow(ctx: CaseContext, case: Case) -> Workload:
         extra=run.extra,
         close=run.close,
     )
+
+
+def plan_cases(plan: LoaderPlan) -> list[Case]:
+    """The experiment's rows in a profile: the registry entry's ``experiment``."""
+    return cow_cases(plan.cow_workers, plan.cow_entries) if plan.cow_workers else []

@@ -68,7 +68,7 @@ class QueueFeeder:
 
     def _consume(self) -> Iterator[Batch]:
         while True:
-            samples = []
+            samples: list[Any] = []
             while len(samples) < self.batch_size:
                 try:
                     ok, item = self._queue.get(timeout=self.timeout)

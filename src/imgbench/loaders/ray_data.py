@@ -103,7 +103,7 @@ class RayDataLoader:
         )
         while True:  # one long epoch after another
             dataset = ray.data.range(n * repeat).map_batches(
-                load_rows,
+                load_rows,  # type: ignore[arg-type]  # ray hints fn(batch); fn_args adds pipeline
                 fn_args=(pipeline,),
                 batch_size=self.batch_size,
                 compute=ray.data.TaskPoolStrategy(size=self.concurrency),

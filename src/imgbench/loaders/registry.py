@@ -6,23 +6,53 @@ from __future__ import annotations
 import importlib
 from dataclasses import dataclass
 from types import ModuleType
+from typing import Literal
+
+from imgbench.library import LibrarySpec, catalog, find
+from imgbench.loaders.pipeline import NO_AUGMENT, PipelineConfig
+
+# The pipelines plans and specs name: reader -> decoder -> augmentation, as PipelineConfig.
+NAMED_PIPELINES: dict[str, PipelineConfig] = {
+    "default": PipelineConfig(),
+    # the same work shipped as uint8, normalised on the accelerator: a quarter of the bytes
+    # cross processes (docs/loaders.md, "why workers scale less than the cores")
+    "uint8": PipelineConfig(recipe="train-uint8"),
+    "torchvision": PipelineConfig(augment="torchvision/v2-tensor"),
+    "decode-only": PipelineConfig(augment=NO_AUGMENT),  # big arrays cross processes
+    "lmdb": PipelineConfig(format="lmdb"),
+    "pillow": PipelineConfig(decoder="pillow/open-convert"),
+    "pillow-pil": PipelineConfig(decoder="pillow/open-convert", augment="pillow/pil"),
+    "tensorflow": PipelineConfig(decoder="tensorflow/decode-jpeg", augment="tensorflow"),
+    "tensorflow-tfrecord": PipelineConfig(
+        format="tfrecord", decoder="tensorflow/decode-jpeg", augment="tensorflow"
+    ),
+}
 
 
-@dataclass(frozen=True)
-class LoaderSpec:
-    library: str  # the row's library column
+@dataclass(frozen=True, kw_only=True)
+class LoaderSpec(LibrarySpec):
+    """A loader registry entry: its module, its kind of workers, and the rows it runs.
+
+    ``sweep``: "workers" runs the plan's worker sweep over its sweep pipelines (and, being the
+    reference loader, the plan's knobs, extra pipelines and AU rows); "threads" runs the plan's
+    thread sweep; None runs one row per count in ``workers`` and pipeline in ``pipelines``.
+    ``experiment`` ("module:function(plan) -> list[Case]") replaces all of that for loaders
+    that measure something else (the copy-on-access memory experiment).
+    """
+
     module: str  # module with ``build(pipeline, params)``
-    requires: tuple[str, ...]  # importable modules
-    dist: str | None  # distribution whose version rows record (None: the standard library)
     processes: bool  # workers are processes (memory per worker is sampled) or threads
-    environment: str = "main"
-    note: str = ""
     # formats the loader writes and reads with its own library (it gets the dataset's files):
     # tf.data writes TFRecord with tf.io, whose protos clash with the tfrecord package's
     own_formats: tuple[str, ...] = ()
     # batches per worker in one timed round: 2 covers the bursts of N workers finishing together;
     # a loader that hands over many batches at once (Ray Data) needs longer rounds
     round_batches_per_worker: int = 2
+    sweep: Literal["workers", "threads"] | None = None
+    workers: tuple[int, ...] = (2,)
+    pipelines: tuple[str, ...] = ("default",)
+    torch_workers: bool = False  # takes the DataLoader's start_method, persistent_workers, ...
+    experiment: str | None = None
 
     def load(self) -> ModuleType:
         return importlib.import_module(self.module)
@@ -31,83 +61,108 @@ class LoaderSpec:
 _M = "imgbench.loaders."
 
 LOADERS: tuple[LoaderSpec, ...] = (
-    LoaderSpec("torch-dataloader", _M + "torch_dataloader", ("torch",), "torch", True),
     LoaderSpec(
-        "sharded-iterable",
-        _M + "sharded_iterable",
-        ("torch",),
-        "torch",
-        True,
-        note="IterableDataset: worker k streams samples k, k+n, ... of each pass",
+        library="torch-dataloader",
+        module=_M + "torch_dataloader",
+        requires=("torch",),
+        dist="torch",
+        processes=True,
+        sweep="workers",
+        torch_workers=True,
+        quick=True,
     ),
     LoaderSpec(
-        "threadpool",
-        _M + "threads",
-        ("torch",),
-        None,
-        False,
+        library="threadpool",
+        module=_M + "threads",
+        requires=("torch",),
+        processes=False,
+        sweep="threads",
         note="multiprocessing.pool.ThreadPool, one batch per task",
+        quick=True,
     ),
     LoaderSpec(
-        "queue-feeder",
-        _M + "queue_feeder",
-        ("torch",),
-        None,
-        False,
+        library="queue-feeder",
+        module=_M + "queue_feeder",
+        requires=("torch",),
+        processes=False,
         note="threads put samples on a bounded queue.Queue; the main thread collates",
     ),
     LoaderSpec(
-        "prefetch-generator",
-        _M + "prefetch",
-        ("torch", "prefetch_generator"),
-        "prefetch_generator",
-        False,
+        library="prefetch-generator",
+        module=_M + "prefetch",
+        requires=("torch", "prefetch_generator"),
+        dist="prefetch_generator",
+        processes=False,
+        workers=(1,),
         note="BackgroundGenerator: one background thread",
     ),
     LoaderSpec(
-        "ray-data",
-        _M + "ray_data",
-        ("ray.data", "torch"),
-        "ray",
-        True,
+        library="sharded-iterable",
+        module=_M + "sharded_iterable",
+        requires=("torch",),
+        dist="torch",
+        processes=True,
+        workers=(0, 2),
+        torch_workers=True,
+        note="IterableDataset: worker k streams samples k, k+n, ... of each pass",
+    ),
+    LoaderSpec(
+        library="ray-data",
+        module=_M + "ray_data",
+        requires=("ray.data", "torch"),
+        dist="ray",
+        processes=True,
         note="ray.data on a local cluster (num_cpus = cores); the row that scales past one machine",
         round_batches_per_worker=8,  # it delivers 4-8 batches at once, then waits
     ),
     LoaderSpec(
-        "tf-data",
-        _M + "tfdata",
-        ("tensorflow",),
-        "tensorflow-cpu",
-        False,
+        library="tf-data",
+        module=_M + "tfdata",
+        requires=("tensorflow",),
+        dist="tensorflow-cpu",
+        processes=False,
         environment="tensorflow",
+        workers=(0,),
+        pipelines=("tensorflow", "tensorflow-tfrecord"),
         note="tf.data: map(num_parallel_calls=AUTOTUNE) + prefetch(AUTOTUNE)",
         own_formats=("tfrecord",),
     ),
     LoaderSpec(
-        "keras-pydataset",
-        _M + "keras",
-        ("tensorflow", "keras"),
-        "keras",
-        True,
+        library="keras-pydataset",
+        module=_M + "keras",
+        requires=("tensorflow", "keras"),
+        dist="keras",
+        processes=True,
         environment="tensorflow",
+        pipelines=("pillow-pil",),
         note="keras.utils.PyDataset(workers=N, use_multiprocessing=True)",
     ),
     LoaderSpec(
-        "cow-experiment",
-        _M + "cow",
-        ("torch", "pyarrow"),
-        "torch",
-        True,
+        library="cow-experiment",
+        module=_M + "cow",
+        requires=("torch", "pyarrow"),
+        dist="torch",
+        processes=True,
+        experiment=_M + "cow:plan_cases",
         note="pytorch issue 13246: the dataset index as list / numpy / pyarrow, forked workers",
     ),
 )
 
 
+def loaders() -> tuple[LoaderSpec, ...]:
+    """The built-in loaders, then those other packages register (``imgbench.loader``)."""
+    return catalog("loader", LOADERS, LoaderSpec)
+
+
 def get_loader(library: str) -> LoaderSpec:
-    for spec in LOADERS:
-        if spec.library == library:
-            return spec
-    raise KeyError(f"unknown loader {library!r}; known: {[s.library for s in LOADERS]}")
+    return find(loaders(), library, "loader")
+
+
+def pipeline_config(name: str) -> PipelineConfig:
+    try:
+        return NAMED_PIPELINES[name]
+    except KeyError:
+        raise KeyError(f"unknown pipeline {name!r}; known: {sorted(NAMED_PIPELINES)}") from None
 
 
 # Loaders from the posts that cannot run on this stack: listed by `imgbench env`.

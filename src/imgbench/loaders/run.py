@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 import psutil
 
+from imgbench.errors import one_line
 from imgbench.loaders.au import ComputeStep, accelerator_utilisation
 from imgbench.loaders.base import (
     BATCH_TIMEOUT_S,
@@ -28,7 +29,6 @@ from imgbench.loaders.base import (
     deadline,
     reap,
 )
-from imgbench.errors import one_line
 from imgbench.loaders.memory import DEFAULT_INTERVAL_S, MemorySampler
 from imgbench.loaders.pipeline import batch_images, force
 from imgbench.loaders.stages import StageTimes, stage_extra
@@ -158,7 +158,7 @@ class LoaderRun:
             try:
                 self.loader.close()
                 pipeline = getattr(self.loader, "pipeline", None)
-                if hasattr(pipeline, "close"):
+                if pipeline is not None and hasattr(pipeline, "close"):
                     pipeline.close()
             finally:
                 pids = sorted(self._seen_pids | set(self.loader.worker_pids()))

@@ -18,7 +18,7 @@ from imgbench.loaders.pipeline import SamplePipeline
 from imgbench.loaders.torch_dataloader import TorchLoader
 
 
-class ShardedStream(IterableDataset):  # type: ignore[type-arg]
+class ShardedStream(IterableDataset):
     def __init__(self, pipeline: SamplePipeline, seed: int = 0) -> None:
         self.pipeline = pipeline
         self.seed = seed

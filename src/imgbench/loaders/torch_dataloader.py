@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator, Mapping
-from typing import Any
+from typing import Any, cast
 
 from imgbench.loaders.base import BATCH_TIMEOUT_S, Batch, clock, reap
 from imgbench.loaders.pipeline import SamplePipeline, collate_for
@@ -38,7 +38,7 @@ class TorchLoader:
         collate_fn: Any = None,
     ) -> None:
         import torch
-        from torch.utils.data import DataLoader, RandomSampler
+        from torch.utils.data import DataLoader, Dataset, RandomSampler
 
         workers = int(params.get("workers") or 0)
         pin = bool(params.get("pin_memory", False))
@@ -56,7 +56,7 @@ class TorchLoader:
         generator = torch.Generator().manual_seed(seed)
         sampler = RandomSampler(pipeline, num_samples=ENDLESS, generator=generator)
         self.loader = DataLoader(
-            pipeline,  # type: ignore[arg-type]
+            cast("Dataset[Any]", pipeline),  # a map-style dataset by duck typing: len, [i]
             batch_size=int(params["batch_size"]),
             sampler=sampler,
             collate_fn=collate_fn or collate_for(pipeline.config),

@@ -14,6 +14,8 @@ from typing import Protocol
 
 import numpy as np
 
+from imgbench.library import LibrarySpec
+
 CODECS = ("jpeg", "png", "webp", "bmp", "tiff")
 JPEG_ONLY = frozenset({"jpeg"})
 
@@ -38,37 +40,39 @@ class BytesReader:
         return self.decode(Path(path).read_bytes())
 
 
-@dataclass(frozen=True)
-class ReaderSpec:
-    """A registry entry: enough to list, skip or build a reader without importing its library."""
+@dataclass(frozen=True, kw_only=True)
+class ReaderSpec(LibrarySpec):
+    """A reader registry entry: the adapter to build, the codecs it decodes, its output."""
 
-    library: str  # short name used in case ids and rows, e.g. "opencv"
-    variant: str  # how it is called, e.g. "imdecode-rgb"
     adapter: str  # "module:Class" of the adapter, imported only when the case runs
-    requires: tuple[str, ...]  # importable modules
-    dist: str  # distribution whose version the rows record
     codecs: frozenset[str] = field(default_factory=lambda: frozenset(CODECS))
-    note: str = ""
-    environment: str = "main"  # the venv the case runs in (see imgbench.envs)
     # "full": the whole image; "reduced": the library decodes at 1/reduce of each side;
     # "resize": full decode, then an antialiased resize to the reduced size (the baseline).
     output: str = "full"
     disk_call: str = "read the file's bytes, then decode"  # what `read(path)` does
-    quick: bool = False  # part of the quick profile
 
 
 class ContractError(ValueError):
     """A reader returned something other than a C-contiguous HxWx3 uint8 array."""
 
 
-def check_contract(array: object, *, who: str, expected_shape: tuple[int, int] | None) -> None:
+def contract_problem(array: object) -> str | None:
+    """What is wrong with a reader's output under the stage's contract, or None."""
     if not isinstance(array, np.ndarray):
-        raise ContractError(f"{who}: returned {type(array).__name__}, not a numpy array")
+        return f"returned {type(array).__name__}, not a numpy array"
     if array.dtype != np.uint8:
-        raise ContractError(f"{who}: dtype {array.dtype}, expected uint8")
+        return f"dtype {array.dtype}, expected uint8"
     if array.ndim != 3 or array.shape[2] != 3:
-        raise ContractError(f"{who}: shape {array.shape}, expected HxWx3")
+        return f"shape {array.shape}, expected HxWx3"
     if not array.flags.c_contiguous:
-        raise ContractError(f"{who}: array is not C-contiguous")
+        return "array is not C-contiguous"
+    return None
+
+
+def check_contract(array: object, *, who: str, expected_shape: tuple[int, int] | None) -> None:
+    problem = contract_problem(array)
+    if problem is not None:
+        raise ContractError(f"{who}: {problem}")
+    assert isinstance(array, np.ndarray)  # contract_problem said so
     if expected_shape is not None and array.shape[:2] != expected_shape:
         raise ContractError(f"{who}: shape {array.shape[:2]}, expected (H, W) = {expected_shape}")

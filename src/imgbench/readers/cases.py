@@ -1,88 +1,64 @@
 """Reader cases: reader × codec × mode × threads (× reduce), and the native tjbench rows.
 
 Modes: ``memory`` (encoded bytes preloaded, decode only), ``disk`` with a ``warm`` page cache
-(every file read once before each round) or a ``cold`` one (evicted before each round with
-``posix_fadvise`` and checked with ``mincore``; where eviction does not work, e.g. tmpfs, the
-case is skipped with the reason rather than reporting a warm figure as cold).
+(every file read once before each round) or a ``cold`` one (evicted before each round and
+checked with mincore, by the harness's CacheControl; where eviction does not work, e.g. tmpfs,
+the case is skipped with the reason rather than reporting a warm figure as cold).
 
-What each profile runs is decided here, from ``profile.name`` (see ``plan_for``). Every case
-verifies each image against the reference decode before timing; images a reader gets wrong are
-left out of its timing and listed in the row's ``extra_json.excluded_images``.
+What runs comes from the profile's :class:`ReadPlan`. Every case verifies each image against
+the reference decode before timing; images a reader gets wrong are left out of its timing and
+listed in the row's ``extra_json.excluded_images``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
-from imgbench.harness.case import Case, Workload
-from imgbench.harness.context import CaseContext
-from imgbench.profiles import Profile
-from imgbench.readers.base import CODECS, ReaderSpec
-from imgbench.readers.registry import READERS, build_reader, find_spec
 from imgbench.errors import one_line
-from imgbench.readers.verify import tolerance, verify_item
+from imgbench.harness.case import Case, Workload, spec_case
+from imgbench.harness.context import CaseContext
+from imgbench.library import select
+from imgbench.profiles import Profile
+from imgbench.readers.base import ReaderSpec
+from imgbench.readers.plan import ReadPlan
+from imgbench.readers.registry import build_reader, find_spec, readers
+from imgbench.readers.verify import ReferenceCache, tolerance, verify_item
 
 MEMORY = ("memory", None)
 DISK_WARM = ("disk", "warm")
 DISK_COLD = ("disk", "cold")
+Variant = tuple[int | None, tuple[str, str | None], int | None]  # reduce, (mode, cache), threads
 
 
-@dataclass(frozen=True)
-class Plan:
-    """How much of the reader matrix a profile runs."""
-
-    codecs: tuple[str, ...]
-    specs: tuple[ReaderSpec, ...]
-    memory_threads: tuple[int | None, ...]
-    disk_threads: tuple[int | None, ...]  # () = no disk modes
-    reduces: tuple[int, ...]  # factors for reduced and resize variants; () = none
-    native: bool
-
-
-def plan_for(profile: Profile) -> Plan:
-    """quick: a few readers, memory, JPEG + PNG; default: all readers and codecs, disk modes
-    single-threaded, reduce 4, tjbench; full: disk modes in every thread mode and reduce 2 and 4."""
-    threads = tuple(profile.thread_modes)
-    if profile.name == "quick":
-        quick = tuple(s for s in READERS if s.quick)
-        return Plan(("jpeg", "png"), quick, threads, (), (), native=False)
-    if profile.name == "full":
-        return Plan(CODECS, READERS, threads, threads, (2, 4), native=True)
-    return Plan(CODECS, READERS, threads, (1,), (4,), native=True)
+def _variants(spec: ReaderSpec, plan: ReadPlan, profile: Profile) -> list[Variant]:
+    memory = profile.thread_modes if plan.memory_threads is None else plan.memory_threads
+    disk = profile.thread_modes if plan.disk_threads is None else plan.disk_threads
+    if spec.output != "full":  # reduced and resize variants: decode work only, from memory
+        return [(r, MEMORY, t) for r in plan.reduces for t in memory]
+    return [(None, MEMORY, t) for t in memory] + [
+        (None, m, t) for m in (DISK_WARM, DISK_COLD) for t in disk
+    ]
 
 
 def reader_cases(profile: Profile) -> list[Case]:
-    plan = plan_for(profile)
+    plan = profile.plan(ReadPlan)
+    specs = select(readers(), plan.libraries)
     cases: list[Case] = []
     for codec in plan.codecs:  # codec outermost: cases of one codec share reference decodes
-        for spec in plan.specs:
-            if spec.output == "full":
-                variants: list[tuple[int | None, tuple[str, str | None], int | None]] = [
-                    (None, mode, t) for t in plan.memory_threads for mode in (MEMORY,)
-                ]
-                variants += [
-                    (None, m, t) for m in (DISK_WARM, DISK_COLD) for t in plan.disk_threads
-                ]
-            else:  # reduced and resize variants: decode work only, from memory
-                variants = [(r, MEMORY, t) for r in plan.reduces for t in plan.memory_threads]
-            for reduce, (mode, cache_state), threads in variants:
+        for spec in specs:
+            for reduce, (mode, cache_state), threads in _variants(spec, plan, profile):
                 params: dict[str, Any] = {"codec": codec, "mode": mode, "threads": threads}
                 if cache_state is not None:  # memory mode has none (the row's cache_state null)
                     params["cache_state"] = cache_state
                 if reduce is not None:
                     params["reduce"] = reduce
                 cases.append(
-                    Case(
+                    spec_case(
+                        spec,
                         stage="read",
-                        library=spec.library,
-                        variant=spec.variant,
                         prepare=prepare_reader,
                         params=params,
-                        requires=spec.requires,
-                        dist=spec.dist,
-                        environment=spec.environment,
                         check=_reader_check(spec, codec, reduce),
                     )
                 )
@@ -91,7 +67,7 @@ def reader_cases(profile: Profile) -> list[Case]:
     return cases
 
 
-def native_cases(plan: Plan) -> list[Case]:
+def native_cases(plan: ReadPlan) -> list[Case]:
     from imgbench.native.cases import tjbench_case
 
     return [tjbench_case(None), *(tjbench_case(r) for r in plan.reduces)]
@@ -105,12 +81,6 @@ def _reader_check(spec: ReaderSpec, codec: str, reduce: int | None) -> Callable[
             build_reader(spec, reduce=reduce)
         except Exception as exc:
             return f"{spec.library}/{spec.variant}: {one_line(exc)}"
-        if spec.library == "pillow-simd":
-            from imgbench.envs import pillow_simd_facts, pillow_simd_problem
-
-            problem = pillow_simd_problem(pillow_simd_facts())
-            if problem:
-                return f"pillow-simd: {problem}"
         return None
 
     return check
@@ -118,6 +88,8 @@ def _reader_check(spec: ReaderSpec, codec: str, reduce: int | None) -> Callable[
 
 def prepare_reader(ctx: CaseContext, case: Case) -> Workload:
     import pytest
+
+    from imgbench.harness.cache import CacheControl
 
     spec = find_spec(case.library, case.variant)
     codec, mode = case.params["codec"], case.params["mode"]
@@ -127,6 +99,7 @@ def prepare_reader(ctx: CaseContext, case: Case) -> Workload:
         pytest.skip(f"dataset {ctx.dataset.name} has no {codec} images")
     reader: Any = build_reader(spec, reduce=reduce, threads=case.threads)
     fn = reader.decode if mode == "memory" else reader.read
+    references = ctx.shared("reader-references", ReferenceCache)  # decoded once per session
     kept, excluded, output_pixels = [], [], 0
     for entry, data in encoded:  # verification on every image, outside the timing
         item = data if mode == "memory" else str(ctx.path(entry))
@@ -139,6 +112,7 @@ def prepare_reader(ctx: CaseContext, case: Case) -> Workload:
             codec=codec,
             output=spec.output,
             reduce=reduce,
+            references=references,
         )
         if not verdict.ok:
             excluded.append({"path": entry.path, "reason": verdict.detail})
@@ -147,7 +121,8 @@ def prepare_reader(ctx: CaseContext, case: Case) -> Workload:
         if spec.output == "full":
             output_pixels += entry.width * entry.height
         else:
-            output_pixels += (-(-entry.width // reduce)) * (-(-entry.height // reduce))
+            factor = int(reduce or 1)
+            output_pixels += (-(-entry.width // factor)) * (-(-entry.height // factor))
     if not kept:
         first = excluded[0]
         pytest.fail(
@@ -180,35 +155,9 @@ def prepare_reader(ctx: CaseContext, case: Case) -> Workload:
     if mode == "memory":
         workload.cache_method = "n/a: bytes preloaded in memory"
     else:
-        _set_cache_control(workload, [ctx.path(entry) for entry, _, _ in kept], case)
+        cache = CacheControl(case.params["cache_state"], [ctx.path(e) for e, _, _ in kept])
+        reason = cache.start()
+        if reason:
+            pytest.skip(reason)
+        workload.cache, workload.before_round = cache, cache.before_round
     return workload
-
-
-def _set_cache_control(workload: Workload, paths: list, case: Case) -> None:  # type: ignore[type-arg]
-    """Warm: read every file before each round. Cold: evict before each round, and check."""
-    import pytest
-
-    from imgbench.harness.cache import evict_and_check, resident_fraction, warm
-
-    if case.params["cache_state"] == "warm":
-        warm(paths)
-        workload.before_round = lambda: warm(paths)
-        workload.cache_method = (
-            "every file read before each round; mincore residency after warming "
-            f"{resident_fraction(paths):.0%}"
-        )
-        return
-    trial = evict_and_check(paths)
-    if not trial.ok:
-        pytest.skip(f"cold cache impossible here: {trial.method}")
-    worst = [trial.resident_after]
-
-    def evict_round() -> None:
-        result = evict_and_check(paths)
-        if not result.ok:
-            raise RuntimeError(f"cold cache lost mid-run: {result.method}")
-        worst.append(result.resident_after)
-
-    workload.before_round = evict_round
-    workload.cache_method = trial.method
-    workload.extra["max_resident_after_evict"] = worst  # filled in as rounds run

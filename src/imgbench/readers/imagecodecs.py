@@ -7,6 +7,8 @@ filled in, an array the verification flags (the reference decode fails on it).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import imagecodecs
 import numpy as np
 
@@ -22,7 +24,7 @@ def _tiff(data: bytes) -> np.ndarray:
     return imagecodecs.tiff_decode(data, index=0)
 
 
-_DECODERS = {
+_DECODERS: dict[str, Callable[[bytes], np.ndarray]] = {
     "jpeg": _jpeg,
     "png": imagecodecs.png_decode,
     "webp": imagecodecs.webp_decode,

@@ -9,7 +9,8 @@ from __future__ import annotations
 import dataclasses
 import inspect
 
-from imgbench.readers.base import CODECS, JPEG_ONLY, ReaderSpec
+from imgbench.library import catalog, find
+from imgbench.readers.base import CODECS, JPEG_ONLY, Reader, ReaderSpec
 
 _PILLOW: tuple[ReaderSpec, ...] = (
     ReaderSpec(
@@ -46,9 +47,22 @@ _PILLOW: tuple[ReaderSpec, ...] = (
 )
 
 
+def _pillow_simd_problem() -> str | None:
+    """pillow-simd is silently replaced by any install that depends on Pillow: check the build."""
+    from imgbench.envs import pillow_simd_facts, pillow_simd_problem
+
+    problem = pillow_simd_problem(pillow_simd_facts())
+    return f"pillow-simd: {problem}" if problem else None
+
+
 def _simd(spec: ReaderSpec) -> ReaderSpec:
     return dataclasses.replace(
-        spec, library="pillow-simd", dist="pillow-simd", environment="pillow-simd", quick=False
+        spec,
+        library="pillow-simd",
+        dist="pillow-simd",
+        environment="pillow-simd",
+        quick=False,
+        check=_pillow_simd_problem,
     )
 
 
@@ -247,7 +261,9 @@ READERS: tuple[ReaderSpec, ...] = (
 assert all(s.codecs <= frozenset(CODECS) for s in READERS)
 
 
-def build_reader(spec: ReaderSpec, *, reduce: int | None = None, threads: int | None = None):  # type: ignore[no-untyped-def]
+def build_reader(
+    spec: ReaderSpec, *, reduce: int | None = None, threads: int | None = None
+) -> Reader:
     """Import the adapter module and instantiate it (the library is imported here, not before).
 
     ``reduce`` goes to reduced and resize variants; ``threads`` to adapters that take it (their
@@ -268,11 +284,13 @@ def build_reader(spec: ReaderSpec, *, reduce: int | None = None, threads: int | 
     return cls(**kwargs)
 
 
+def readers() -> tuple[ReaderSpec, ...]:
+    """The built-in readers, then those other packages register (entry points ``imgbench.read``)."""
+    return catalog("read", READERS, ReaderSpec)
+
+
 def find_spec(library: str, variant: str) -> ReaderSpec:
-    for spec in READERS:
-        if (spec.library, spec.variant) == (library, variant):
-            return spec
-    raise KeyError(f"no reader {library}/{variant}")
+    return find(readers(), f"{library}/{variant}", "reader")
 
 
 # Readers that posts use but that cannot run on a current stack: listed by `imgbench env`.

@@ -7,20 +7,23 @@ the reference's shape (reduced outputs: within one row/column, as libvips rounds
 C-contiguous, RGB order, and a mean absolute error within ``tolerance``. Used twice: by
 ``imgbench verify readers`` and by every reader case before timing (failing images are left out
 of the timing, and the row lists them).
+
+The checks only: every read session imports this module, so it must not pull in the CLI stack
+(typer, rich); the command and its tables live in ``imgbench.readers.verify_cli``.
 """
 
 from __future__ import annotations
 
 import io
-from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Annotated, Any
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
-import typer
 
-from imgbench.console import fail
 from imgbench.errors import one_line
+from imgbench.readers.base import ReaderSpec, contract_problem
+from imgbench.readers.registry import build_reader
 
 # Mean absolute error allowed against the reference, in 8-bit levels.
 TOLERANCE_LOSSLESS = 1.0  # PNG, BMP, TIFF: exact but for 16-bit rounding (>>8 vs /257)
@@ -30,6 +33,7 @@ LOSSY_CODECS = frozenset({"jpeg", "webp"})
 
 
 def tolerance(codec: str, output: str) -> float:
+    """The mean absolute error allowed for ``codec`` decoded to ``output`` ("full" or reduced)."""
     if output != "full":
         return TOLERANCE_REDUCED
     return TOLERANCE_LOSSY if codec in LOSSY_CODECS else TOLERANCE_LOSSLESS
@@ -37,6 +41,8 @@ def tolerance(codec: str, output: str) -> float:
 
 @dataclass(frozen=True)
 class Verdict:
+    """One reader's result on one image."""
+
     path: str
     ok: bool
     detail: str  # "pass" with the error, or what is wrong
@@ -89,14 +95,9 @@ def pixel_limit_problem(data: bytes, limit: int | None = None) -> str | None:
 
 def compare(out: object, ref: np.ndarray, *, codec: str, output: str) -> tuple[str | None, float]:
     """(problem or None, mean absolute error) of one output against its reference."""
-    if not isinstance(out, np.ndarray):
-        return f"returned {type(out).__name__}, not a numpy array", float("nan")
-    if out.dtype != np.uint8:
-        return f"dtype {out.dtype}, expected uint8", float("nan")
-    if out.ndim != 3 or out.shape[2] != 3:
-        return f"shape {out.shape}, expected HxWx3", float("nan")
-    if not out.flags.c_contiguous:
-        return "array is not C-contiguous", float("nan")
+    problem = contract_problem(out)
+    if problem is not None or not isinstance(out, np.ndarray):
+        return problem, float("nan")
     slack = 0 if output == "full" else 1
     dh, dw = abs(out.shape[0] - ref.shape[0]), abs(out.shape[1] - ref.shape[1])
     if dh > slack or dw > slack:
@@ -171,36 +172,101 @@ def verify_item(
     return Verdict(path, True, "pass", mae)
 
 
-# -- the command ------------------------------------------------------------------------------
+# -- one reader on a whole dataset (``imgbench verify readers``) -----------------------------------
 
 
-def verify_command(
-    dataset: Annotated[str, typer.Option(help="a folder of images, or a recipe name")],
-    max_images: Annotated[
-        int, typer.Option(help="images per codec, from the start of the manifest")
-    ] = 64,
-    reader: Annotated[
-        list[str] | None, typer.Option(help="only this reader: library or library/variant")
-    ] = None,
-    reduce: Annotated[int, typer.Option(help="factor for the reduced-size variants")] = 4,
-    show_all: Annotated[bool, typer.Option("--all", help="one line per image, passes too")] = False,
-    strict: Annotated[bool, typer.Option(help="exit 1 when any image fails")] = False,
-) -> None:
-    """Run every available reader on every image and compare it with a reference decode."""
-    from rich.console import Console
+class VerifyError(ValueError):
+    """The verification cannot run at all (e.g. the dataset cannot be loaded)."""
 
-    from imgbench.readers.verify_report import VerifyError, run_verification
 
-    console = Console()
+# (codec, path in the dataset, file bytes, content key) of one image to verify on
+ImageItem = tuple[str, str, bytes, str]
+
+
+@dataclass
+class VerifyImages:
+    """The images a verification runs on, at most ``max_images`` per codec."""
+
+    dataset: str  # the dataset's name
+    images: list[ImageItem]
+    per_codec: dict[str, int]  # images per codec, in manifest order
+
+
+def load_images(dataset: str, max_images: int) -> VerifyImages:
+    """The first ``max_images`` images of each codec of ``dataset`` (a folder or a recipe)."""
+    from imgbench.datasets import DatasetError, load_dataset
+
     try:
-        failures = run_verification(
-            console,
-            dataset=dataset,
-            max_images=max_images,
-            only=reader or [],
-            reduce=reduce,
-            show_all=show_all,
+        ds = load_dataset(dataset)
+    except DatasetError as exc:
+        raise VerifyError(str(exc)) from None
+    manifest = ds.manifest
+    images: list[ImageItem] = []
+    per_codec: dict[str, int] = {}
+    for entry in manifest.entries:
+        if per_codec.get(entry.codec, 0) >= max_images:
+            continue
+        per_codec[entry.codec] = per_codec.get(entry.codec, 0) + 1
+        path = manifest.root / entry.path
+        images.append((entry.codec, entry.path, path.read_bytes(), entry.sha256))
+    return VerifyImages(ds.name, images, per_codec)
+
+
+@dataclass
+class ReaderReport:
+    """One reader's verdicts on the images of its codecs, or why it did not run here."""
+
+    spec: ReaderSpec
+    status: str = "ran"  # ran | unavailable | elsewhere
+    reason: str = ""
+    verdicts: list[tuple[str, Verdict]] = field(default_factory=list)  # (codec, verdict)
+
+    @property
+    def failures(self) -> int:
+        return sum(not v.ok for _, v in self.verdicts)
+
+
+def selected(spec: ReaderSpec, only: Sequence[str]) -> bool:
+    """Whether ``spec`` is among ``only`` (library or library/variant names; empty: all)."""
+    return not only or spec.library in only or f"{spec.library}/{spec.variant}" in only
+
+
+def verify_reader(
+    spec: ReaderSpec, images: Sequence[ImageItem], reduce: int, environment: str
+) -> ReaderReport:
+    """Build the reader of ``spec`` and judge it on each image of its codecs."""
+    report = ReaderReport(spec)
+    if spec.environment != environment:
+        report.status, report.reason = (
+            "elsewhere",
+            f"run .venvs/{spec.environment}/bin/imgbench verify readers "
+            f"(after imgbench env create {spec.environment})",
         )
-    except VerifyError as exc:
-        raise fail(exc) from None
-    raise typer.Exit(1 if strict and failures else 0)
+        return report
+    try:
+        reader = build_reader(spec, reduce=reduce if spec.output != "full" else None)
+    except Exception as exc:
+        report.status, report.reason = "unavailable", one_line(exc)
+        return report
+    if spec.library == "pillow-simd":
+        from imgbench.envs import pillow_simd_facts, pillow_simd_problem
+
+        problem = pillow_simd_problem(pillow_simd_facts())
+        if problem:
+            report.status, report.reason = "unavailable", problem
+            return report
+    for codec, path, data, key in images:
+        if codec not in spec.codecs:
+            continue
+        verdict = verify_item(
+            reader.decode,
+            data,
+            path=path,
+            data=data,
+            key=key,
+            codec=codec,
+            output=spec.output,
+            reduce=reduce,
+        )
+        report.verdicts.append((codec, verdict))
+    return report

@@ -1,0 +1,22 @@
+"""How much of the storage-format matrix a profile runs (see imgbench.plan)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar, Literal
+
+from imgbench.library import Selection
+from imgbench.plan import StagePlan
+
+
+@dataclass(frozen=True, kw_only=True)
+class FormatPlan(StagePlan):
+    """Formats (written once, then read) x cache x order x payload, and the raw-file ceiling."""
+
+    stage: ClassVar[str] = "format"
+    libraries: Selection = "default"  # format names (a spec's key) or libraries
+    caches: tuple[Literal["warm", "cold"], ...] = ("warm", "cold")
+    orders: tuple[Literal["sequential", "shuffled"], ...] = ("sequential", "shuffled")
+    # payloads of formats that store encoded bytes (array formats always read "array")
+    payloads: tuple[Literal["bytes", "decode"], ...] = ("bytes", "decode")
+    raw_ceiling: bool = True  # the same bytes from one concatenated file: the ceiling

@@ -1,0 +1,39 @@
+"""How much of the loader matrix a profile runs (see imgbench.plan)."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import ClassVar, Literal
+
+from imgbench.library import Selection
+from imgbench.plan import StagePlan
+
+
+@dataclass(frozen=True, kw_only=True)
+class LoaderPlan(StagePlan):
+    """Loaders x workers x pipelines, the DataLoader's knobs, AU and the memory experiment.
+
+    Pipelines are named as in ``imgbench.loaders.cases.NAMED_PIPELINES``.
+    """
+
+    stage: ClassVar[str] = "loader"
+    libraries: Selection = "default"
+    batch_size: int = 32
+    batches_per_round: int = 4  # at least; loaders with workers get two batches per worker
+    worker_sweep: Literal["auto"] | tuple[int, ...] = "auto"  # auto: 0, 1, 2, ... 2 x cores
+    sweep_pipelines: tuple[str, ...] = ("default", "uint8")  # each swept over worker_sweep
+    thread_sweep: tuple[int, ...] = (2, 4)  # thread-pool loaders
+    extra_pipelines: tuple[str, ...] = ("torchvision", "decode-only", "lmdb", "pillow")
+    start_methods: tuple[str, ...] = ("fork", "spawn", "forkserver")
+    knobs: bool = True  # persistent_workers off, prefetch_factor 4, pin_memory
+    au_accelerators: tuple[int, ...] = (100, 200)  # emulated accelerator speeds, images/s
+    cow_workers: tuple[int, ...] = (0, 2, 4)  # the copy-on-access memory experiment
+    cow_entries: int = 1_000_000
+
+    def workers(self) -> tuple[int, ...]:
+        """The worker counts of the sweep."""
+        if self.worker_sweep != "auto":
+            return self.worker_sweep
+        cores = os.cpu_count() or 2
+        return tuple(sorted({0, 1, 2, cores + 1, *range(4, 2 * cores + 1, 2), 2 * cores}))

@@ -1,0 +1,366 @@
+"""The imgbench package has no import cycles, and a benchmark session never imports the CLI stack.
+
+A cycle makes a module's names depend on which module happens to be imported first, and it is
+how the CLI (typer, rich) leaked into every read session: ``readers.verify`` and
+``readers.verify_report`` imported each other. The graph is read statically with ``ast``: only
+imports that run when a module is imported count (module level, including inside ``try`` / ``if``
+/ ``with`` blocks), not those inside functions (deferred on purpose) nor under ``TYPE_CHECKING``.
+"""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+import textwrap
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+
+import pytest
+
+SRC = Path(__file__).resolve().parents[1] / "src"
+PACKAGE = "imgbench"
+STAGE_CASES = (
+    "imgbench.readers.cases",
+    "imgbench.augment.cases",
+    "imgbench.formats.cases",
+    "imgbench.loaders.cases",
+)
+CLI_ONLY = ("typer", "rich")  # what only `imgbench.cli` and the stages' verify CLIs may import
+
+Graph = dict[str, set[str]]
+
+
+def discover(src: Path, package: str) -> dict[str, tuple[Path, bool]]:
+    """Every module of ``package`` under ``src``: name -> (file, is a package's ``__init__``)."""
+    modules: dict[str, tuple[Path, bool]] = {}
+    for path in sorted((src / package).rglob("*.py")):
+        parts = path.relative_to(src).with_suffix("").parts
+        if "__pycache__" in parts or not all(p.isidentifier() for p in parts):
+            continue
+        is_package = parts[-1] == "__init__"
+        name = ".".join(parts[:-1] if is_package else parts)
+        modules[name] = (path, is_package)
+    return modules
+
+
+def _is_type_checking(test: ast.expr) -> bool:
+    if isinstance(test, ast.Name):
+        return test.id == "TYPE_CHECKING"
+    return isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+
+
+def import_time_statements(body: Sequence[ast.stmt]) -> Iterator[ast.Import | ast.ImportFrom]:
+    """The import statements that run when a module with this body is imported."""
+    for node in body:
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            yield node
+        elif isinstance(node, ast.If):
+            if not _is_type_checking(node.test):
+                yield from import_time_statements(node.body)
+            yield from import_time_statements(node.orelse)  # the runtime side of TYPE_CHECKING
+        elif isinstance(node, ast.Try | ast.TryStar):
+            for block in (node.body, node.orelse, node.finalbody):
+                yield from import_time_statements(block)
+            for handler in node.handlers:
+                yield from import_time_statements(handler.body)
+        elif isinstance(node, ast.With):
+            yield from import_time_statements(node.body)
+
+
+def _resolve_relative(module: str, is_package: bool, level: int, target: str | None) -> str:
+    """The absolute name of ``from <level dots><target> import ...`` written in ``module``."""
+    parts = module.split(".") if is_package else module.split(".")[:-1]
+    if level > 1:
+        parts = parts[: len(parts) - (level - 1)]
+    return ".".join([*parts, target] if target else parts)
+
+
+def imported_names(node: ast.Import | ast.ImportFrom, module: str, is_package: bool) -> set[str]:
+    """Absolute names an import statement in ``module`` may import (some are not modules).
+
+    ``import a.b`` names ``a.b`` only: its parent packages are already in ``sys.modules`` while
+    their submodules load, so counting them would report every ``__init__`` that re-exports.
+    ``from a import b`` names ``a`` (its ``__init__`` runs) and ``a.b`` (if b is a submodule).
+    """
+    if isinstance(node, ast.Import):
+        return {alias.name for alias in node.names}
+    base = (
+        _resolve_relative(module, is_package, node.level, node.module)
+        if node.level
+        else node.module or ""
+    )
+    return {base} | {f"{base}.{alias.name}" for alias in node.names}
+
+
+def module_imports(
+    module: str, is_package: bool, tree: ast.Module, known: Mapping[str, object]
+) -> set[str]:
+    """The ``known`` modules that importing ``module`` imports directly."""
+    found: set[str] = set()
+    for node in import_time_statements(tree.body):
+        found |= imported_names(node, module, is_package)
+    return {name for name in found if name in known and name != module}
+
+
+def import_graph(src: Path, package: str) -> Graph:
+    """Module -> the package's modules it imports at import time."""
+    modules = discover(src, package)
+    graph: Graph = {}
+    for name, (path, is_package) in modules.items():
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        graph[name] = module_imports(name, is_package, tree, modules)
+    return graph
+
+
+def strongly_connected(graph: Mapping[str, set[str]]) -> list[list[str]]:
+    """Tarjan's strongly connected components (iterative: no recursion limit)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    on_stack: set[str] = set()
+    stack: list[str] = []
+    components: list[list[str]] = []
+    counter = 0
+    for root in sorted(graph):
+        if root in index:
+            continue
+        work: list[tuple[str, Iterator[str]]] = [(root, iter(sorted(graph.get(root, ()))))]
+        index[root] = low[root] = counter
+        counter += 1
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = counter
+                    counter += 1
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph.get(child, ())))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                parent = work[-1][0]
+                low[parent] = min(low[parent], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                components.append(sorted(component))
+    return components
+
+
+def _cycle_through(start: str, members: set[str], graph: Mapping[str, set[str]]) -> list[str]:
+    """A shortest cycle from ``start`` back to itself inside one strongly connected component."""
+    previous: dict[str, str] = {}
+    frontier = [start]
+    while frontier:
+        next_frontier = []
+        for node in frontier:
+            for child in sorted(graph.get(node, set()) & members):
+                if child == start:
+                    path = [node]
+                    while path[-1] != start:
+                        path.append(previous[path[-1]])
+                    return [start, *reversed(path[:-1]), start]
+                if child not in previous:
+                    previous[child] = node
+                    next_frontier.append(child)
+        frontier = next_frontier
+    raise AssertionError(f"{start} is in no cycle")  # unreachable for a real component
+
+
+def find_cycles(graph: Mapping[str, set[str]]) -> list[list[str]]:
+    """One concrete cycle (first module repeated at the end) per strongly connected component."""
+    cycles = []
+    for component in strongly_connected(graph):
+        self_loop = component[0] in graph.get(component[0], set())
+        if len(component) > 1 or self_loop:
+            cycles.append(_cycle_through(component[0], set(component), graph))
+    return cycles
+
+
+def _describe(cycles: list[list[str]]) -> str:
+    return "\n".join(" -> ".join(cycle) for cycle in cycles)
+
+
+# -- the checker itself -----------------------------------------------------------------------
+
+
+def _write_package(root: Path, files: Mapping[str, str]) -> None:
+    for rel, text in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text), encoding="utf-8")
+
+
+def test_a_two_module_cycle_is_reported(tmp_path: Path) -> None:
+    _write_package(
+        tmp_path,
+        {
+            "pkg/__init__.py": "",
+            "pkg/a.py": "from pkg import b\n",
+            "pkg/b.py": "import pkg.a\n",
+        },
+    )
+    graph = import_graph(tmp_path, "pkg")
+    assert graph["pkg.a"] == {"pkg", "pkg.b"} and graph["pkg.b"] == {"pkg.a"}
+    assert find_cycles(graph) == [["pkg.a", "pkg.b", "pkg.a"]]
+
+
+def test_deferred_and_type_checking_imports_are_not_edges(tmp_path: Path) -> None:
+    _write_package(
+        tmp_path,
+        {
+            "pkg/__init__.py": "",
+            "pkg/a.py": """\
+                from typing import TYPE_CHECKING
+                if TYPE_CHECKING:
+                    from pkg.b import thing
+                def later():
+                    from . import b
+                """,
+            "pkg/b.py": "from .a import later\n",
+        },
+    )
+    graph = import_graph(tmp_path, "pkg")
+    assert graph["pkg.a"] == set() and graph["pkg.b"] == {"pkg.a"}
+    assert find_cycles(graph) == []
+
+
+def test_relative_and_guarded_imports_are_edges(tmp_path: Path) -> None:
+    _write_package(
+        tmp_path,
+        {
+            "pkg/__init__.py": "from . import sub\n",
+            "pkg/sub/__init__.py": "from .x import X\n",
+            "pkg/sub/x.py": """\
+                try:
+                    from ..y import Y
+                except ImportError:
+                    Y = None
+                X = 1
+                """,
+            "pkg/y.py": """\
+                import sys
+                if sys.platform:
+                    from pkg.sub import x
+                """,
+        },
+    )
+    graph = import_graph(tmp_path, "pkg")
+    assert graph["pkg"] == {"pkg.sub"}
+    assert graph["pkg.sub"] == {"pkg.sub.x"}
+    assert graph["pkg.sub.x"] == {"pkg.y"}
+    assert graph["pkg.y"] == {"pkg.sub", "pkg.sub.x"}
+    (cycle,) = find_cycles(graph)
+    assert cycle[0] == cycle[-1] and set(cycle) == {"pkg.sub", "pkg.sub.x", "pkg.y"}
+
+
+# -- the real package -------------------------------------------------------------------------
+
+
+def test_the_package_is_found() -> None:
+    graph = import_graph(SRC, PACKAGE)
+    assert {"imgbench.cli", *STAGE_CASES} <= graph.keys()
+    assert "imgbench.readers.verify" in graph["imgbench.readers.cases"]
+
+
+def test_imgbench_has_no_import_cycles() -> None:
+    cycles = find_cycles(import_graph(SRC, PACKAGE))
+    assert not cycles, f"import cycles in {PACKAGE}:\n{_describe(cycles)}"
+
+
+def _imports_anywhere(module: str) -> set[str]:
+    """Every name ``module`` imports, at import time or later (inside functions too)."""
+    path, is_package = discover(SRC, PACKAGE)[module]
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            found |= imported_names(node, module, is_package)
+    return found
+
+
+def _within(name: str, roots: Sequence[str]) -> bool:
+    return any(name == root or name.startswith(f"{root}.") for root in roots)
+
+
+@pytest.mark.parametrize("stage", ["readers", "augment", "formats"])
+def test_stage_checks_never_reach_for_the_cli(stage: str) -> None:
+    """The checks the cases use stay free of the CLI even in deferred imports."""
+    cli_side = [*CLI_ONLY, "imgbench.console", "imgbench.cli", f"imgbench.{stage}.verify_cli"]
+    reached = sorted(
+        n for n in _imports_anywhere(f"imgbench.{stage}.verify") if _within(n, cli_side)
+    )
+    assert not reached, f"imgbench.{stage}.verify imports {reached}"
+
+
+def test_only_the_cli_imports_the_verify_commands() -> None:
+    commands = [f"imgbench.{stage}.verify_cli" for stage in ("readers", "augment", "formats")]
+    graph_modules = discover(SRC, PACKAGE)
+    assert set(commands) <= graph_modules.keys()
+    importers = {
+        module: sorted(name for name in _imports_anywhere(module) if _within(name, commands))
+        for module in graph_modules
+        if module not in ("imgbench.cli", *commands)
+    }
+    assert not {m: names for m, names in importers.items() if names}
+    from imgbench.stages import STAGES
+
+    named = {s.verify_command for s in STAGES if s.verify_command}
+    assert named == {f"{command}:verify_command" for command in commands}
+    cli_source = graph_modules["imgbench.cli"][0].read_text(encoding="utf-8")
+    assert "s.verify_command) for s in STAGES" in cli_source  # the CLI registers what they name
+
+
+# Records who imports a CLI-only module first, then lets the import go on as usual.
+_PROBE = """
+import importlib.abc, sys, traceback
+BLOCK = {block!r}
+first = {{}}
+class Spy(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        top = name.partition(".")[0]
+        if top in BLOCK and top not in first:
+            first[top] = [
+                f"{{f.filename}}:{{f.lineno}}: {{f.line}}"
+                for f in traceback.extract_stack()[:-1]
+                if "importlib" not in f.filename and "<frozen" not in f.filename
+            ]
+        return None
+sys.meta_path.insert(0, Spy())
+import {module}
+for top, stack in first.items():
+    print(f"{{top}} imported by:")
+    print("\\n".join("  " + line for line in stack))
+sys.exit(1 if first else 0)
+"""
+
+
+@pytest.mark.parametrize("module", STAGE_CASES)
+def test_stage_cases_do_not_import_the_cli_stack(module: str) -> None:
+    code = _PROBE.format(block=CLI_ONLY, module=module)
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=300, check=False
+    )
+    assert result.returncode != 1, result.stdout
+    assert result.returncode == 0, result.stderr  # the import itself failed
+
+
+def test_the_probe_sees_a_cli_import() -> None:
+    """The check above can fail: ``imgbench.cli`` itself must be caught importing typer."""
+    code = _PROBE.format(block=CLI_ONLY, module="imgbench.cli")
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=300, check=False
+    )
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "typer imported by:" in result.stdout and "cli.py" in result.stdout
