@@ -188,7 +188,12 @@ def _prepare_read(ctx: CaseContext, case: Case) -> Workload:
         return state["reader"][i]
 
     def step(_: int) -> tuple[Payload, int]:
-        return next(state["it"])
+        try:
+            return next(state["it"])
+        except StopIteration:  # a calibrated round reads the store more than once: a new epoch
+            stop_iteration()
+            state["it"] = iter(state["reader"])
+            return next(state["it"])
 
     fetch = step if order == "sequential" else get
     fn: Callable[[int], object] = fetch
@@ -270,7 +275,11 @@ def _prepare_raw(ctx: CaseContext, case: Case) -> Workload:
         state["handle"].seek(0)
 
     def read(size: int) -> bytes:
-        return state["handle"].read(size)
+        data: bytes = state["handle"].read(size)
+        if len(data) < size:  # a calibrated round reads the file more than once
+            state["handle"].seek(0)
+            data = state["handle"].read(size)
+        return data
 
     return Workload(
         items=sizes,
