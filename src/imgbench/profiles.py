@@ -43,6 +43,9 @@ class Profile:
     warmup_rounds: int
     max_images: int  # images per timed round (per codec), taken from the start of the manifest
     thread_modes: tuple[int | None, ...]  # 1 = pinned single thread, None = library default
+    # a timed round repeats its items until it lasts this long (pyperf's calibrated loops); a
+    # round of microsecond reads otherwise times the clock and the scheduler, not the library
+    min_round_s: float = 0.02
     # isolated environments `imgbench run` also runs (their own cases only)
     environments: tuple[str, ...] = ()
     # more datasets the stages marked ``extra_datasets`` (readers, loaders) run on, so every codec
@@ -190,6 +193,7 @@ _TOP_LEVEL = {
     "warmup_rounds",
     "max_images",
     "thread_modes",
+    "min_round_s",
     "environments",
     "extra_datasets",
 }

@@ -76,7 +76,7 @@ def test_failing_case_beside_passing_ones(tmp_path: Path, tiny_dataset: Path) ->
     assert frame.loc["gamma", "status"] == "skipped"
     assert "no_such_module_xyz" in frame.loc["gamma", "reason"]
     ok = frame.loc["alpha"]
-    assert ok["images_per_round"] == 8
+    assert ok["images_per_round"] == 8 * ok["round_repeats"]
     assert len(ok["samples_s"]) == ok["rounds"] == 5
     assert ok["images_per_s_median"] == ok["images_per_round"] / pd.Series(ok["samples_s"]).median()
     assert ok["images_per_s_q1"] <= ok["images_per_s_median"] <= ok["images_per_s_q3"]

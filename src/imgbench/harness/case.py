@@ -38,6 +38,9 @@ class Workload:
     self_timed: bool = False
     # set when the version worth recording is not a Python distribution's (e.g. tjbench's package)
     library_version: str | None = None
+    # a timed round repeats the items until it lasts the profile's min_round_s; False where a
+    # round must be one pass (a cold cache is warm after one pass, a tool times itself)
+    calibrate: bool = True
 
     @property
     def images_per_round(self) -> int:

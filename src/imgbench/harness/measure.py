@@ -1,12 +1,18 @@
 """Timing one case through pytest-benchmark, and turning its samples into metrics.
 
-Each timed round applies the workload's function to every item once; the round time gives
-images/s (images per round / seconds), so throughput is per image, not pytest-benchmark's
-calls per second. Per-image latencies are taken inside the round with ``perf_counter``.
+Each timed round applies the workload's function to every item; the round time gives images/s
+(images per round / seconds), so throughput is per image, not pytest-benchmark's calls per
+second. Per-image latencies are taken inside the round with ``perf_counter``.
+
+Rounds are calibrated, as pyperf calibrates loops and pytest-benchmark uses ``min_time``: after
+the warm-up, a round that would last less than ``min_round_s`` repeats the items (whole passes)
+until it does, so a round of sixteen 2-microsecond reads times the library, not the clock's and
+the scheduler's grain. ``round_repeats`` in the row says how many passes a round made.
 """
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -36,6 +42,8 @@ class Measurement:
     extra: dict[str, Any] = field(default_factory=dict)
     timer: str = "perf_counter"
     library_version: str | None = None
+    round_repeats: int = 1  # passes over the items per timed round (calibration)
+    min_round_s: float = 0.0
 
     def metrics(self) -> dict[str, Any]:
         samples = np.asarray(self.samples_s, dtype=float)
@@ -64,6 +72,8 @@ class Measurement:
             "latency_ms_p99": float(np.percentile(lat_ms, 99)) if lat_ms.size else None,
             "peak_rss_bytes": self.peak_rss_bytes,
             "cache_method": self.cache_method,
+            "round_repeats": self.round_repeats,
+            "min_round_s": self.min_round_s,
         }
 
 
@@ -89,8 +99,51 @@ def _self_timed_rounds(
         stats.update(sum(per_item))
 
 
+MAX_REPEATS = 10_000  # a calibrated round never repeats its items more often than this
+
+
+def round_repeats(pass_s: float, min_round_s: float) -> int:
+    """Whole passes over the items a round needs to last at least ``min_round_s``."""
+    if min_round_s <= 0:
+        return 1
+    if pass_s <= 0:
+        return MAX_REPEATS
+    return max(1, min(MAX_REPEATS, math.ceil(min_round_s / pass_s)))
+
+
+def calibrate(workload: Workload, warm_pass_s: list[float], min_round_s: float) -> int:
+    """Repeat the workload's items so one round lasts ``min_round_s``; returns the repeats.
+
+    ``warm_pass_s`` are the durations of the untimed passes just run (the fastest counts: a
+    round must not fall short of the minimum on a quick day).
+    """
+    if (
+        not workload.calibrate
+        or workload.self_timed
+        or (workload.cache is not None and workload.cache.state == "cold")
+    ):
+        return 1
+    if not warm_pass_s:  # no warm-up rounds: one untimed pass tells the cost
+        if workload.before_round is not None:
+            workload.before_round()
+        start = time.perf_counter()
+        _timed_round(workload, [])
+        warm_pass_s = [time.perf_counter() - start]
+    repeats = round_repeats(min(warm_pass_s), min_round_s)
+    if repeats > 1:
+        workload.items = list(workload.items) * repeats
+        workload.bytes_per_round *= repeats
+        workload.megapixels_per_round *= repeats
+    return repeats
+
+
 def measure(
-    benchmark: Any, case: Case, ctx: CaseContext, rounds: int, warmup_rounds: int
+    benchmark: Any,
+    case: Case,
+    ctx: CaseContext,
+    rounds: int,
+    warmup_rounds: int,
+    min_round_s: float = 0.0,
 ) -> Measurement:
     """Prepare the case's workload, then time it with ``benchmark.pedantic``."""
     with thread_limits(case.threads):
@@ -100,13 +153,14 @@ def measure(
         try:
             settings = current_settings()
             latencies: list[float] = []
-            warm: list[float] = []
-            for _ in range(
-                warmup_rounds
-            ):  # warm-up outside pytest-benchmark: its latencies are dropped
+            warm_pass_s: list[float] = []
+            for _ in range(warmup_rounds):  # outside pytest-benchmark: its latencies are dropped
                 if workload.before_round is not None:
                     workload.before_round()
-                _timed_round(workload, warm)
+                start = time.perf_counter()
+                _timed_round(workload, [])
+                warm_pass_s.append(time.perf_counter() - start)
+            repeats = calibrate(workload, warm_pass_s, min_round_s)
             reset_peak_rss()
             benchmark.extra_info.update(
                 {
@@ -150,4 +204,6 @@ def measure(
         extra={**workload.extra, **(workload.cache.extra() if workload.cache else {})},
         timer="reported by the tool" if workload.self_timed else "perf_counter",
         library_version=workload.library_version,
+        round_repeats=repeats,
+        min_round_s=min_round_s,
     )

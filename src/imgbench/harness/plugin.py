@@ -49,6 +49,7 @@ class SessionState:
     rounds: int
     warmup_rounds: int
     max_images: int
+    min_round_s: float
     run_id: str
     run_name: str | None
     environment: str
@@ -121,6 +122,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="this session runs one of the profile's extra datasets: stages thin their plans",
     )
     group.addoption("--imgbench-rounds", type=int, default=None, help="timed rounds per case")
+    group.addoption(
+        "--imgbench-min-round-ms",
+        type=float,
+        default=None,
+        help="a timed round repeats its items until it lasts this long (default: the profile's)",
+    )
     group.addoption("--imgbench-max-images", type=int, default=None, help="images per timed round")
 
 
@@ -148,6 +155,11 @@ def pytest_configure(config: pytest.Config) -> None:
         rounds=config.getoption("imgbench_rounds") or profile.rounds,
         warmup_rounds=profile.warmup_rounds,
         max_images=config.getoption("imgbench_max_images") or profile.max_images,
+        min_round_s=(
+            profile.min_round_s
+            if config.getoption("imgbench_min_round_ms") is None
+            else config.getoption("imgbench_min_round_ms") / 1e3
+        ),
         run_id=run_id,
         run_name=save_name,
         environment=config.getoption("imgbench_env"),
@@ -194,7 +206,10 @@ class Harness:
         if reason:
             pytest.skip(reason)
         ctx = self._state.context()
-        result = measure(self._benchmark, case, ctx, self._state.rounds, self._state.warmup_rounds)
+        state = self._state
+        result = measure(
+            self._benchmark, case, ctx, state.rounds, state.warmup_rounds, state.min_round_s
+        )
         self._item.stash[MEASUREMENT_KEY] = result
         return result
 

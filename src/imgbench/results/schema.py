@@ -76,6 +76,12 @@ _FIELDS: list[tuple[str, pa.DataType, str]] = [
     ("bytes_per_round", pa.int64(), "input bytes each timed call processed"),
     ("megapixels_per_round", pa.float64(), "output megapixels each timed call produced"),
     ("rounds", pa.int32(), "timed rounds"),
+    (
+        "round_repeats",
+        pa.int32(),
+        "passes over the case's items in one timed round (calibrated to last min_round_s)",
+    ),
+    ("min_round_s", pa.float64(), "the shortest a timed round may last; 0 = one pass per round"),
     ("iterations", pa.int32(), "calls per round"),
     ("warmup_rounds", pa.int32(), "untimed rounds before timing"),
     ("samples_s", pa.list_(pa.float64()), "raw seconds of every timed round"),

@@ -1,0 +1,83 @@
+"""Calibrated rounds: a round repeats its items until it lasts the profile's minimum."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pandas as pd
+
+from imgbench.harness.cache import CacheControl
+from imgbench.harness.case import Workload
+from imgbench.harness.measure import MAX_REPEATS, calibrate, round_repeats
+from tests.conftest import run_pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_round_repeats() -> None:
+    assert round_repeats(0.001, 0.02) == 20
+    assert round_repeats(0.0015, 0.02) == 14  # whole passes, rounded up
+    assert round_repeats(0.05, 0.02) == 1
+    assert round_repeats(0.001, 0.0) == 1  # calibration off
+    assert round_repeats(0.0, 0.02) == MAX_REPEATS
+
+
+def _sleepy(items: int) -> Workload:
+    return Workload(
+        items=list(range(items)),
+        fn=lambda _: time.sleep(0.001),
+        bytes_per_round=10 * items,
+        megapixels_per_round=0.5 * items,
+    )
+
+
+def test_calibrate_repeats_whole_passes_and_scales_the_work() -> None:
+    workload = _sleepy(2)
+    repeats = calibrate(workload, [0.002], 0.02)
+    assert repeats == 10
+    assert workload.items == [0, 1] * 10 and workload.images_per_round == 20
+    assert workload.bytes_per_round == 200 and workload.megapixels_per_round == 10.0
+
+
+def test_calibrate_times_a_pass_when_there_was_no_warm_up() -> None:
+    workload = _sleepy(2)
+    repeats = calibrate(workload, [], 0.02)
+    assert 2 <= repeats <= 10  # each pass sleeps >= 2 ms
+    assert len(workload.items) == 2 * repeats
+
+
+def test_cold_and_self_timed_rounds_stay_one_pass(tmp_path: Path) -> None:
+    cold = _sleepy(2)
+    cold.cache = CacheControl("cold", [tmp_path])
+    assert calibrate(cold, [0.001], 0.02) == 1 and len(cold.items) == 2
+    tool = _sleepy(2)
+    tool.self_timed = True
+    assert calibrate(tool, [0.001], 0.02) == 1
+    opted_out = _sleepy(2)
+    opted_out.calibrate = False
+    assert calibrate(opted_out, [0.001], 0.02) == 1
+
+
+def test_rows_record_the_calibration(tmp_path: Path, tiny_dataset: Path) -> None:
+    """A microsecond read repeats its items; the row's images per round counts every pass."""
+    result = run_pytest(
+        [
+            str(ROOT / "benches" / "bench_formats.py"),
+            "--imgbench-profile=quick",
+            f"--dataset={tiny_dataset}",
+            f"--imgbench-results={tmp_path}",
+            "--imgbench-min-round-ms=30",
+            "-k",
+            "raw-file or (lmdb and read)",
+        ],
+        cwd=ROOT,
+    )
+    assert result.returncode == 0, result.stdout[-2000:]
+    (path,) = tmp_path.glob("*.parquet")
+    rows = pd.read_parquet(path).set_index("library")
+    raw = rows.loc["raw-file"]
+    assert raw["min_round_s"] == 0.03
+    assert raw["round_repeats"] > 1  # sixteen page-cache reads take microseconds
+    assert raw["images_per_round"] == 10 * raw["round_repeats"]  # 10 files x passes
+    assert rows.loc["lmdb", "images_per_round"] == 10 * rows.loc["lmdb", "round_repeats"]
