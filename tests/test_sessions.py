@@ -24,6 +24,9 @@ def test_default_adds_environments_and_real_photos_for_readers() -> None:
         "default-pillow-simd-real-sample",
         "default-tensorflow",
         "default-tensorflow-real-sample",
+        "default-allocator-glibc-tuned",
+        "default-allocator-jemalloc",
+        "default-allocator-tcmalloc",
     ]
     real = [s for s in sessions if s.dataset == "real-sample"]
     readers_and_loaders = (BENCHES / "bench_readers.py", BENCHES / "bench_loaders.py")
@@ -47,7 +50,11 @@ def test_secondary_sessions_thin_the_loader_plan() -> None:
 
 def test_user_dataset_and_env_narrow_the_plan() -> None:
     sessions = plan_sessions(get_profile("default"), BENCHES, "mine", dataset="/photos")
-    assert [s.environment for s in sessions] == ["main", "pillow-simd", "tensorflow"]
+    assert [s.environment for s in sessions if not s.allocator] == [
+        "main",
+        "pillow-simd",
+        "tensorflow",
+    ]
     assert all(s.dataset == "/photos" for s in sessions)
     only = plan_sessions(get_profile("default"), BENCHES, "x", environment="tensorflow")
     assert {s.environment for s in only} == {"tensorflow"}
@@ -67,3 +74,38 @@ def test_exit_codes_combine() -> None:
     assert combined_exit_code([0, 0]) == 0
     assert combined_exit_code([0, 1, 5]) == 1
     assert combined_exit_code([1, 2]) == 2
+
+
+def test_default_adds_one_session_per_allocator_under_that_allocator() -> None:
+    from imgbench.harness.allocator import GLIBC_TUNED
+
+    default = get_profile("default")
+    sessions = [s for s in plan_sessions(default, BENCHES, "d") if s.allocator]
+    assert [s.allocator for s in sessions] == ["glibc-tuned", "jemalloc", "tcmalloc"]
+    for session in sessions:
+        assert session.environment == "main" and session.dataset is None
+        assert {t.name for t in session.bench_targets} == {
+            "bench_readers.py",
+            "bench_augment.py",
+            "bench_loaders.py",
+        }
+        args = session.args("python", default, Path("out"), None)
+        assert f"--imgbench-allocator={session.allocator}" in args
+        assert "--imgbench-allocator-session" in args
+    tuned = sessions[0].process_env({"PATH": "/bin", "MALLOC_ARENA_MAX": "2"})
+    assert tuned == {"PATH": "/bin", **GLIBC_TUNED}  # other MALLOC_ settings are not inherited
+    assert not [s for s in plan_sessions(get_profile("quick"), BENCHES, "q") if s.allocator]
+
+
+def test_allocator_sessions_thin_the_plan_and_name_the_allocator_in_case_ids() -> None:
+    from imgbench.harness.case import with_allocator
+    from imgbench.stages import stage_cases
+
+    profile = get_profile("default").in_allocator_session()
+    reads = with_allocator(stage_cases("read", profile), "jemalloc")
+    assert {c.library for c in reads} == {"pillow", "opencv", "simplejpeg"}
+    assert all(
+        c.params["allocator"] == "jemalloc" and "allocator=jemalloc" in c.case_id for c in reads
+    )
+    main_ids = {c.case_id for c in stage_cases("read", get_profile("default"))}
+    assert not main_ids & {c.case_id for c in reads}

@@ -118,7 +118,7 @@ def run(
             raise fail(str(exc)) from None
         args = session.args(python, chosen, results, keyword) + (pytest_args or [])
         console.print(f"[dim]$ {' '.join(args)}[/]", highlight=False)
-        codes.append(subprocess.call(args, env=child_env))
+        codes.append(subprocess.call(args, env=session.process_env(child_env)))
         if codes[-1] not in (0, 1, 5):
             break  # interrupted or a usage error: stop here
     written = sorted(p for p in results.glob("*.parquet") if p.stat().st_mtime >= started)

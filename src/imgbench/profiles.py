@@ -21,7 +21,7 @@ import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 from imgbench.augment.plan import AugmentPlan
 from imgbench.formats.plan import FormatPlan
@@ -46,6 +46,10 @@ class Profile:
     # a timed round repeats its items until it lasts this long (pyperf's calibrated loops); a
     # round of microsecond reads otherwise times the clock and the scheduler, not the library
     min_round_s: float = 0.02
+    # "worker": every case in a fresh fork of a pristine server process (imgbench.harness.worker),
+    # so no case inherits another's heap or allocator state; "in-process": the session's process
+    process_model: Literal["worker", "in-process"] = "worker"
+    allocator: str = "glibc"  # the worker processes' allocator (imgbench.harness.allocator)
     # isolated environments `imgbench run` also runs (their own cases only)
     environments: tuple[str, ...] = ()
     # more datasets the stages marked ``extra_datasets`` (readers, loaders) run on, so every codec
@@ -53,6 +57,10 @@ class Profile:
     extra_datasets: tuple[str, ...] = ()
     extra_dataset_plans: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     plans: Mapping[str, StagePlan] = field(default_factory=dict)  # stage name -> its plan
+    # more sessions `imgbench run` adds, one per allocator (imgbench.harness.allocator), that run
+    # the stages named in allocator_plans with those plans: the allocator as a dimension
+    allocators: tuple[str, ...] = ()
+    allocator_plans: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
     def plan(self, kind: type[P]) -> P:
         """This profile's plan for a stage; the stage's defaults when the profile has none."""
@@ -61,10 +69,17 @@ class Profile:
 
     def on_extra_dataset(self) -> Profile:
         """The profile as it runs on one of ``extra_datasets``: thinner plans where it says so."""
+        return self._with_plans(self.extra_dataset_plans, "extra_dataset_plans")
+
+    def in_allocator_session(self) -> Profile:
+        """The profile as its allocator sessions run it: ``allocator_plans``."""
+        return self._with_plans(self.allocator_plans, "allocator_plans")
+
+    def _with_plans(self, overrides: Mapping[str, Mapping[str, Any]], where: str) -> Profile:
         plans = dict(self.plans)
-        for stage, values in self.extra_dataset_plans.items():
+        for stage, values in overrides.items():
             base = plans.get(stage) or _plan_class(stage)()
-            plans[stage] = override(base, values, f"{self.name}.extra_dataset_plans.{stage}")
+            plans[stage] = override(base, values, f"{self.name}.{where}.{stage}")
         return dataclasses.replace(self, plans=plans)
 
 
@@ -98,6 +113,36 @@ _DEFAULT = Profile(
         "augment": AugmentPlan(),
         "format": FormatPlan(),
         "loader": LoaderPlan(),
+    },
+    # the allocator's effect where it was measured to matter: decoders that allocate through
+    # malloc (Pillow) or numpy, augmentation pipelines, and the DataLoader's workers
+    allocators=("glibc-tuned", "jemalloc", "tcmalloc"),
+    allocator_plans={
+        "read": {
+            "libraries": ["pillow/open-convert", "opencv/imdecode-rgb", "simplejpeg"],
+            "codecs": ["jpeg"],
+            "memory_threads": [1],
+            "disk_threads": [],
+            "reduces": [],
+            "native": False,
+        },
+        "augment": {
+            "libraries": ["albumentations/numpy", "torchvision/v2-tensor"],
+            "transforms": [],
+            "pipelines": ["train-classification"],
+            "pipeline_threads_default": False,
+            "batch_sizes": [],
+        },
+        "loader": {
+            "libraries": ["torch-dataloader"],
+            "worker_sweep": [0, 2],
+            "sweep_pipelines": ["default", "uint8"],
+            "extra_pipelines": [],
+            "start_methods": [],
+            "knobs": False,
+            "au_accelerators": [],
+            "cow_workers": [],
+        },
     },
 )
 
@@ -194,6 +239,8 @@ _TOP_LEVEL = {
     "max_images",
     "thread_modes",
     "min_round_s",
+    "process_model",
+    "allocator",
     "environments",
     "extra_datasets",
 }

@@ -22,6 +22,21 @@ class Session:
     bench_targets: tuple[Path, ...]  # benches/ or bench files
     save_name: str
     secondary: bool = False  # one of the profile's extra datasets
+    allocator: str | None = (
+        None  # an allocator session: the profile's allocator_plans, this allocator
+    )
+
+    def process_env(self, base: dict[str, str]) -> dict[str, str]:
+        """The session process's environment: an allocator session runs under its allocator, so
+        the loaders (measured in the session's process) and their workers use it too."""
+        if self.allocator is None:
+            return base
+        from imgbench.harness.allocator import AllocatorUnavailableError, allocator, environment_for
+
+        try:
+            return environment_for(base, allocator(self.allocator))
+        except AllocatorUnavailableError:
+            return base  # its cases are skipped with the package to install
 
     @property
     def bench_target(self) -> Path:
@@ -44,6 +59,8 @@ class Session:
             args.append(f"--dataset={self.dataset}")
         if self.secondary:
             args.append("--imgbench-secondary")
+        if self.allocator:
+            args += [f"--imgbench-allocator={self.allocator}", "--imgbench-allocator-session"]
         if keyword:
             args += ["-k", keyword]
         return args
@@ -78,6 +95,15 @@ def plan_sessions(
                 parts.append(ds)
             secondary = ds is not None and ds != dataset
             sessions.append(Session(env, ds, target, "-".join(parts), secondary))
+    if "main" in environments:
+        from imgbench.stages import STAGES
+
+        allocator_benches = tuple(
+            benches / Path(s.bench).name for s in STAGES if s.name in profile.allocator_plans
+        )
+        for chosen in profile.allocators if allocator_benches else ():
+            label = f"{name}-allocator-{chosen}"
+            sessions.append(Session("main", dataset, allocator_benches, label, allocator=chosen))
     return sessions
 
 

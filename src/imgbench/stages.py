@@ -47,6 +47,9 @@ class Stage:
     page: str  # the dashboard page, relative to dashboard/
     icon: str  # the dashboard page's icon
     extra_datasets: bool = False  # also runs on the profile's extra datasets (real photos)
+    # measured in a fresh worker process per case (imgbench.harness.worker) when the profile's
+    # process model is "worker"; False: in the session's process
+    worker: bool = True
 
     def specs(self) -> tuple[LibrarySpec, ...]:
         """Every entry: the built-in ones, then those of the ``imgbench.<name>`` entry points."""
@@ -129,6 +132,8 @@ STAGES: tuple[Stage, ...] = (
         page="views/loaders.py",
         icon=":material/conveyor_belt:",
         extra_datasets=True,
+        # loader cases start their own worker processes (and Ray); they run in the session
+        worker=False,
     ),
 )
 

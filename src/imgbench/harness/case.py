@@ -7,7 +7,7 @@ skips and rows all happen once, in the harness.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from imgbench.library import missing_module
@@ -87,6 +87,12 @@ class Case:
         if reason is None and self.check is not None:
             reason = self.check()
         return reason
+
+
+def with_allocator(cases: list[Case], allocator: str) -> list[Case]:
+    """An allocator session's cases: the allocator is one of their parameters, so their ids
+    (what comparisons join on) never meet the same case measured under another allocator."""
+    return [replace(c, params={**c.params, "allocator": allocator}) for c in cases]
 
 
 def spec_case(

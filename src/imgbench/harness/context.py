@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import atexit
 import functools
+import pickle
 import shutil
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from imgbench.atomic import atomic_file
 from imgbench.profiles import Profile
 
 if TYPE_CHECKING:
@@ -46,6 +48,23 @@ class CaseContext:
             self._shared[key] = build()
         value: T = self._shared[key]
         return value
+
+    def persisted(self, name: str, build: Callable[[], T]) -> T:
+        """Like :meth:`shared`, and also kept in the scratch folder (pickled), so the worker
+        processes of one session build it once between them."""
+
+        def load_or_build() -> T:
+            path = self.scratch_dir() / "shared" / f"{name}.pickle"
+            if path.is_file():
+                with path.open("rb") as handle:
+                    stored: T = pickle.load(handle)
+                return stored
+            value = build()
+            with atomic_file(path) as handle:
+                pickle.dump(value, handle, protocol=pickle.HIGHEST_PROTOCOL)
+            return value
+
+        return self.shared(("persisted", name), load_or_build)
 
     def has(self, key: Hashable) -> bool:
         return key in self._shared

@@ -13,7 +13,9 @@ the scheduler's grain. ``round_repeats`` in the row says how many passes a round
 from __future__ import annotations
 
 import math
+import resource
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -44,6 +46,12 @@ class Measurement:
     library_version: str | None = None
     round_repeats: int = 1  # passes over the items per timed round (calibration)
     min_round_s: float = 0.0
+    # page faults of the measuring process during the timed rounds, per image: the allocator
+    # returning memory to the kernel shows up here (fresh pages are faulted in again)
+    page_faults_minor_per_image: float | None = None
+    page_faults_major_per_image: float | None = None
+    process_model: str = "in-process"
+    allocator: str | None = None
 
     def metrics(self) -> dict[str, Any]:
         samples = np.asarray(self.samples_s, dtype=float)
@@ -74,6 +82,10 @@ class Measurement:
             "cache_method": self.cache_method,
             "round_repeats": self.round_repeats,
             "min_round_s": self.min_round_s,
+            "page_faults_minor_per_image": self.page_faults_minor_per_image,
+            "page_faults_major_per_image": self.page_faults_major_per_image,
+            "process_model": self.process_model,
+            "allocator": self.allocator,
         }
 
 
@@ -137,6 +149,80 @@ def calibrate(workload: Workload, warm_pass_s: list[float], min_round_s: float) 
     return repeats
 
 
+# Runs the timed rounds of a prepared workload, appending per-item latencies; returns round seconds
+RoundTimer = Callable[[Workload, int, list[float]], list[float]]
+
+
+def plain_rounds(workload: Workload, rounds: int, latencies: list[float]) -> list[float]:
+    """The timed rounds with ``perf_counter``, no pytest-benchmark: what a worker process runs."""
+    samples: list[float] = []
+    for _ in range(rounds):
+        if workload.before_round is not None:
+            workload.before_round()
+        if workload.self_timed:
+            per_item = [float(workload.fn(item)) for item in workload.items]
+            latencies.extend(per_item)
+            samples.append(sum(per_item))
+            continue
+        start = time.perf_counter()
+        _timed_round(workload, latencies)
+        samples.append(time.perf_counter() - start)
+    return samples
+
+
+def benchmark_rounds(benchmark: Any, case: Case) -> RoundTimer:
+    """The timed rounds through pytest-benchmark's ``pedantic``, so its table and JSON agree."""
+
+    def run(workload: Workload, rounds: int, latencies: list[float]) -> list[float]:
+        benchmark.extra_info.update(
+            {
+                "imgbench_case_id": case.case_id,
+                "imgbench_stage": case.stage,
+                "imgbench_library": case.library,
+                "imgbench_variant": case.variant,
+                "imgbench_params": dict(case.params),
+                "images_per_round": workload.images_per_round,
+                "bytes_per_round": workload.bytes_per_round,
+                "megapixels_per_round": workload.megapixels_per_round,
+            }
+        )
+        if workload.self_timed:
+            _self_timed_rounds(benchmark, workload, rounds, latencies)
+        else:
+            benchmark.pedantic(
+                _timed_round,
+                args=(workload, latencies),
+                setup=workload.before_round,
+                rounds=rounds,
+                warmup_rounds=0,
+                iterations=1,
+            )
+        return list(benchmark.stats.stats.data) if benchmark.stats else []
+
+    return run
+
+
+def record_samples(benchmark: Any, case: Case, measurement: Measurement) -> None:
+    """Hand rounds timed elsewhere (a worker process) to pytest-benchmark's table and JSON."""
+    benchmark.extra_info.update(
+        {
+            "imgbench_case_id": case.case_id,
+            "imgbench_stage": case.stage,
+            "imgbench_process_model": measurement.process_model,
+            "images_per_round": measurement.images_per_round,
+        }
+    )
+    stats = benchmark._make_stats(1)  # the only way to hand pytest-benchmark external durations
+    for seconds in measurement.samples_s:
+        stats.update(seconds)
+
+
+def page_faults() -> tuple[int, int]:
+    """(minor, major) page faults of this process so far."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_minflt, usage.ru_majflt
+
+
 def measure(
     benchmark: Any,
     case: Case,
@@ -145,7 +231,21 @@ def measure(
     warmup_rounds: int,
     min_round_s: float = 0.0,
 ) -> Measurement:
-    """Prepare the case's workload, then time it with ``benchmark.pedantic``."""
+    """Prepare the case's workload here, then time it with ``benchmark.pedantic``."""
+    return run_case(
+        case, ctx, rounds, warmup_rounds, min_round_s, benchmark_rounds(benchmark, case)
+    )
+
+
+def run_case(
+    case: Case,
+    ctx: CaseContext,
+    rounds: int,
+    warmup_rounds: int,
+    min_round_s: float,
+    time_rounds: RoundTimer,
+) -> Measurement:
+    """Prepare the case's workload (untimed), warm up, calibrate, then time ``rounds`` rounds."""
     with thread_limits(case.threads):
         workload = case.prepare(ctx, case)
         if not workload.items:
@@ -154,7 +254,7 @@ def measure(
             settings = current_settings()
             latencies: list[float] = []
             warm_pass_s: list[float] = []
-            for _ in range(warmup_rounds):  # outside pytest-benchmark: its latencies are dropped
+            for _ in range(warmup_rounds):  # untimed: their latencies are dropped
                 if workload.before_round is not None:
                     workload.before_round()
                 start = time.perf_counter()
@@ -162,34 +262,14 @@ def measure(
                 warm_pass_s.append(time.perf_counter() - start)
             repeats = calibrate(workload, warm_pass_s, min_round_s)
             reset_peak_rss()
-            benchmark.extra_info.update(
-                {
-                    "imgbench_case_id": case.case_id,
-                    "imgbench_stage": case.stage,
-                    "imgbench_library": case.library,
-                    "imgbench_variant": case.variant,
-                    "imgbench_params": dict(case.params),
-                    "images_per_round": workload.images_per_round,
-                    "bytes_per_round": workload.bytes_per_round,
-                    "megapixels_per_round": workload.megapixels_per_round,
-                }
-            )
-            if workload.self_timed:
-                _self_timed_rounds(benchmark, workload, rounds, latencies)
-            else:
-                benchmark.pedantic(
-                    _timed_round,
-                    args=(workload, latencies),
-                    setup=workload.before_round,
-                    rounds=rounds,
-                    warmup_rounds=0,
-                    iterations=1,
-                )
+            minor0, major0 = page_faults()
+            samples = time_rounds(workload, rounds, latencies)
+            minor1, major1 = page_faults()
             peak = peak_rss_bytes()
         finally:
             if workload.close is not None:
                 workload.close()
-    samples = list(benchmark.stats.stats.data) if benchmark.stats else []
+    images = max(1, workload.images_per_round * len(samples))
     return Measurement(
         samples_s=samples,
         latencies_s=np.asarray(latencies, dtype=float),
@@ -206,4 +286,6 @@ def measure(
         library_version=workload.library_version,
         round_repeats=repeats,
         min_round_s=min_round_s,
+        page_faults_minor_per_image=(minor1 - minor0) / images,
+        page_faults_major_per_image=(major1 - major0) / images,
     )

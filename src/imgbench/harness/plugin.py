@@ -21,15 +21,18 @@ from typing import Any
 import pytest
 
 from imgbench.errors import one_line
-from imgbench.harness.case import Case
+from imgbench.harness.allocator import ALLOCATORS, AllocatorUnavailableError, allocator
+from imgbench.harness.allocator import current as current_allocator
+from imgbench.harness.case import Case, with_allocator
 from imgbench.harness.context import CaseContext
-from imgbench.harness.measure import Measurement, measure
+from imgbench.harness.measure import Measurement, measure, record_samples
+from imgbench.harness.worker import WorkerJob, WorkerServer
 from imgbench.machine import commit_info, dist_version, machine_info
 from imgbench.paths import looks_like_path
 from imgbench.profiles import Profile, ProfileError, get_profile
 from imgbench.results.schema import empty_row
 from imgbench.results.store import write_rows
-from imgbench.stages import STAGES, stage_cases
+from imgbench.stages import STAGES, get_stage, stage_cases
 
 # Set by `imgbench run` so that its sessions (environments, datasets) share one group id.
 RUN_GROUP_ENV = "IMGBENCH_RUN_GROUP"
@@ -53,9 +56,45 @@ class SessionState:
     run_id: str
     run_name: str | None
     environment: str
+    process_model: str  # worker | in-process
+    allocator: str  # the worker processes' allocator setting (imgbench.harness.allocator)
+    secondary: bool = False
+    allocator_session: bool = False
     rows: list[dict[str, Any]] = field(default_factory=list)
     _context: CaseContext | None = None
     _dataset_error: str | None = None
+    _server: WorkerServer | None = None
+
+    def uses_worker(self, case: Case) -> bool:
+        return self.process_model == "worker" and get_stage(case.stage).worker
+
+    def server(self) -> WorkerServer:
+        """The session's worker server, started on first use with the chosen allocator."""
+        if self._server is None:
+            try:
+                chosen = allocator(self.allocator)
+            except AllocatorUnavailableError as exc:
+                pytest.skip(str(exc))
+            self._server = WorkerServer(chosen, self.dataset_spec or self.profile.dataset)
+        return self._server
+
+    def job(self, case: Case, ctx: CaseContext) -> WorkerJob:
+        scratch = ctx.scratch_dir()
+        return WorkerJob(
+            profile=self.profile.name,
+            secondary=self.secondary,
+            allocator_session=self.allocator_session,
+            allocator=self.allocator,
+            dataset=self.dataset_spec or self.profile.dataset,
+            max_images=self.max_images,
+            stage=case.stage,
+            case_id=case.case_id,
+            rounds=self.rounds,
+            warmup_rounds=self.warmup_rounds,
+            min_round_s=self.min_round_s,
+            scratch=str(scratch),
+            result_path=str(scratch / "worker-result.pickle"),
+        )
 
     @property
     def results_path(self) -> Path:
@@ -123,6 +162,25 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
     group.addoption("--imgbench-rounds", type=int, default=None, help="timed rounds per case")
     group.addoption(
+        "--imgbench-process",
+        choices=("worker", "in-process"),
+        default=None,
+        help="worker: each case in a fresh fork of a pristine server process; in-process: in "
+        "this pytest process (default: the profile's)",
+    )
+    group.addoption(
+        "--imgbench-allocator-session",
+        action="store_true",
+        default=False,
+        help="this session measures one of the profile's allocators: its allocator_plans",
+    )
+    group.addoption(
+        "--imgbench-allocator",
+        choices=ALLOCATORS,
+        default=None,
+        help="the worker processes' allocator (default: the profile's)",
+    )
+    group.addoption(
         "--imgbench-min-round-ms",
         type=float,
         default=None,
@@ -139,6 +197,8 @@ def pytest_configure(config: pytest.Config) -> None:
         profile = get_profile(config.getoption("imgbench_profile"))
         if config.getoption("imgbench_secondary"):
             profile = profile.on_extra_dataset()
+        if config.getoption("imgbench_allocator_session"):
+            profile = profile.in_allocator_session()
     except ProfileError as exc:
         raise pytest.UsageError(f"imgbench: {exc}") from None
     spec = config.getoption("imgbench_dataset")
@@ -163,6 +223,10 @@ def pytest_configure(config: pytest.Config) -> None:
         run_id=run_id,
         run_name=save_name,
         environment=config.getoption("imgbench_env"),
+        process_model=config.getoption("imgbench_process") or profile.process_model,
+        allocator=config.getoption("imgbench_allocator") or profile.allocator,
+        secondary=bool(config.getoption("imgbench_secondary")),
+        allocator_session=bool(config.getoption("imgbench_allocator_session")),
     )
 
 
@@ -182,6 +246,8 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         )
     state = metafunc.config.stash[STATE_KEY]
     cases = stage_cases(stage, state.profile)
+    if state.allocator_session:
+        cases = with_allocator(cases, state.allocator)
     if state.environment != "main":  # an isolated environment runs only its own cases
         cases = [c for c in cases if c.environment == state.environment]
     metafunc.parametrize("imgbench_case", cases, ids=[c.test_id for c in cases])
@@ -207,9 +273,24 @@ class Harness:
             pytest.skip(reason)
         ctx = self._state.context()
         state = self._state
-        result = measure(
-            self._benchmark, case, ctx, state.rounds, state.warmup_rounds, state.min_round_s
-        )
+        if state.uses_worker(case):
+            outcome = state.server().run(state.job(case, ctx))
+            if outcome.status == "skipped":
+                pytest.skip(outcome.reason or "skipped in the worker")
+            if outcome.status != "ok":
+                pytest.fail(outcome.reason or "failed in the worker", pytrace=False)
+            result: Measurement = outcome.measurement
+            record_samples(self._benchmark, case, result)
+        else:
+            if state.allocator_session and current_allocator() != state.allocator:
+                pytest.skip(
+                    f"this session's process runs with the {current_allocator()} allocator, not "
+                    f"{state.allocator} (`imgbench run` starts allocator sessions under theirs)"
+                )
+            result = measure(
+                self._benchmark, case, ctx, state.rounds, state.warmup_rounds, state.min_round_s
+            )
+            result.allocator = current_allocator()
         self._item.stash[MEASUREMENT_KEY] = result
         return result
 
@@ -334,6 +415,8 @@ def build_row(
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     """The session's shared inputs end with it; what it built on disk is removed."""
     state = session.config.stash.get(STATE_KEY, None)
+    if state is not None and state._server is not None:
+        state._server.stop()
     if state is not None and state._context is not None:
         state._context.close()
 

@@ -46,7 +46,11 @@ def current_settings() -> ThreadSettings:
         threads_blas=max(pools) if pools else None,
         thread_env=json.dumps({k: os.environ[k] for k in THREAD_ENV_VARS if k in os.environ}),
         allocator_env=json.dumps(
-            {k: v for k, v in sorted(os.environ.items()) if k.startswith("MALLOC_")}
+            {
+                k: v
+                for k, v in sorted(os.environ.items())
+                if k.startswith("MALLOC_") or k == "LD_PRELOAD"
+            }
         ),
     )
 

@@ -99,7 +99,9 @@ def prepare_reader(ctx: CaseContext, case: Case) -> Workload:
         pytest.skip(f"dataset {ctx.dataset.name} has no {codec} images")
     reader: Any = build_reader(spec, reduce=reduce, threads=case.threads)
     fn = reader.decode if mode == "memory" else reader.read
-    references = ctx.shared("reader-references", ReferenceCache)  # decoded once per session
+    references = ctx.shared(  # decoded once per session, kept on disk for worker processes
+        "reader-references", lambda: ReferenceCache(folder=ctx.scratch_dir() / "references")
+    )
     kept, excluded, output_pixels = [], [], 0
     for entry, data in encoded:  # verification on every image, outside the timing
         item = data if mode == "memory" else str(ctx.path(entry))

@@ -17,10 +17,12 @@ from __future__ import annotations
 import io
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from imgbench.atomic import atomic_file
 from imgbench.errors import one_line
 from imgbench.readers.base import ReaderSpec, contract_problem
 from imgbench.readers.registry import build_reader
@@ -118,8 +120,9 @@ def compare(out: object, ref: np.ndarray, *, codec: str, output: str) -> tuple[s
 class ReferenceCache:
     """Reference arrays by (content hash, reduce), bounded in bytes: cases share them."""
 
-    def __init__(self, max_bytes: int = 1 << 30) -> None:
+    def __init__(self, max_bytes: int = 1 << 30, folder: Path | None = None) -> None:
         self.max_bytes = max_bytes
+        self.folder = folder  # also kept here as .npy files: worker processes share them
         self._arrays: dict[tuple[str, int, int | None], np.ndarray | str] = {}
         self._bytes = 0
 
@@ -129,10 +132,18 @@ class ReferenceCache:
         hit = self._arrays.get(slot)
         if hit is not None:
             return hit
-        try:
-            value: np.ndarray | str = reference_decode(data, reduce)
-        except Exception as exc:
-            value = one_line(exc)
+        stored = self.folder / f"{key}-{len(data)}-{reduce or 1}.npy" if self.folder else None
+        value: np.ndarray | str
+        if stored is not None and stored.is_file():
+            value = np.load(stored)
+        else:
+            try:
+                value = reference_decode(data, reduce)
+            except Exception as exc:
+                value = one_line(exc)
+            if stored is not None and isinstance(value, np.ndarray):
+                with atomic_file(stored) as handle:
+                    np.save(handle, value)
         size = value.nbytes if isinstance(value, np.ndarray) else 0
         if self._bytes + size <= self.max_bytes:
             self._arrays[slot] = value

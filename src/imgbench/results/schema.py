@@ -70,7 +70,27 @@ _FIELDS: list[tuple[str, pa.DataType, str]] = [
     ("threads_torch", pa.int32(), "torch.get_num_threads() while timing, if torch was loaded"),
     ("threads_blas", pa.int32(), "threadpoolctl: max threads of loaded OpenMP/BLAS pools"),
     ("thread_env", pa.string(), "OMP/MKL/OPENBLAS thread variables as JSON"),
-    ("allocator_env", pa.string(), "MALLOC_* variables as JSON (they change decode timings)"),
+    (
+        "allocator_env",
+        pa.string(),
+        "MALLOC_* variables and LD_PRELOAD as JSON (they change decode timings)",
+    ),
+    (
+        "allocator",
+        pa.string(),
+        "glibc | glibc-tuned | jemalloc | tcmalloc | custom: the measuring process's allocator",
+    ),
+    (
+        "process_model",
+        pa.string(),
+        "worker: a fresh fork of a pristine server process per case | in-process: the session's",
+    ),
+    (
+        "page_faults_minor_per_image",
+        pa.float64(),
+        "minor page faults of the measuring process per timed image (memory given back, refaulted)",
+    ),
+    ("page_faults_major_per_image", pa.float64(), "major page faults per timed image"),
     # work per round
     ("images_per_round", pa.int64(), "images each timed call processed"),
     ("bytes_per_round", pa.int64(), "input bytes each timed call processed"),

@@ -1,0 +1,122 @@
+"""Pillow's decode of large photos under each allocator: imgbench's worker rows beside a plain loop.
+
+    .venv/bin/python scripts/allocators.py --sessions 2 --out /tmp/imgbench-allocators
+
+Builds (once) a folder of 12 photo-like 2000x1500 JPEGs, then for each allocator setting runs
+the Pillow memory-decode case through pytest-benchmark in a worker process, ``--sessions`` times,
+and a plain loop of the same calls (``np.asarray(Image.open(BytesIO(data)).convert("RGB"))``,
+one thread) in a fresh process with the same environment. Prints images/s, the session-to-session
+spread, and minor page faults per image.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from imgbench.harness.allocator import (
+    ALLOCATORS,
+    AllocatorUnavailableError,
+    allocator,
+    environment_for,
+)
+
+ROOT = Path(__file__).resolve().parents[1]
+LOOP = """
+import io, sys, time
+from pathlib import Path
+import numpy as np
+from PIL import Image
+data = [p.read_bytes() for p in sorted(Path(sys.argv[1]).rglob("*.jpg"))]
+def once():
+    for d in data:
+        with Image.open(io.BytesIO(d)) as im:
+            np.asarray(im.convert("RGB"))
+once()
+best = []
+for _ in range(10):
+    start = time.perf_counter(); once(); best.append(time.perf_counter() - start)
+print(len(data) / float(np.median(best)))
+"""
+
+
+def photos(folder: Path) -> Path:
+    if not folder.is_dir():
+        subprocess.check_call(
+            [
+                str(Path(sys.executable).with_name("imgbench")),
+                "dataset",
+                "synth",
+                "--out",
+                str(folder),
+                "--n",
+                "12",
+                "--size",
+                "2000x1500",
+                "--classes",
+                "1",
+            ]
+        )
+    return folder
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sessions", type=int, default=2)
+    parser.add_argument("--out", type=Path, default=Path("/tmp/imgbench-allocators"))
+    args = parser.parse_args()
+    data = photos(args.out / "photos")
+    print(
+        f"{'allocator':12} {'imgbench images/s (sessions)':34} {'faults/img':>10} {'plain loop':>10}"
+    )
+    for name in ALLOCATORS:
+        try:
+            env = environment_for(dict(os.environ), allocator(name))
+        except AllocatorUnavailableError as exc:
+            print(f"{name:12} unavailable: {exc}")
+            continue
+        figures, faults = [], []
+        for i in range(args.sessions):
+            results = args.out / "results" / f"{name}-{i}"
+            subprocess.check_call(
+                [
+                    sys.executable,
+                    "-m",
+                    "pytest",
+                    "benches/bench_readers.py",
+                    "-q",
+                    "-p",
+                    "no:cacheprovider",
+                    "--imgbench-profile=quick",
+                    f"--dataset={data}",
+                    f"--imgbench-results={results}",
+                    f"--imgbench-allocator={name}",
+                    "-k",
+                    "pillow and open-convert and jpeg",
+                ],
+                cwd=ROOT,
+                stdout=subprocess.DEVNULL,
+            )
+            (path,) = results.glob("*.parquet")
+            row = pd.read_parquet(path).iloc[0]
+            assert row["allocator"] == name, row["allocator"]
+            assert json.loads(row["allocator_env"]) == allocator(name).environment
+            figures.append(row["images_per_s_median"])
+            faults.append(row["page_faults_minor_per_image"])
+        plain = float(
+            subprocess.check_output([sys.executable, "-c", LOOP, str(data)], env=env, text=True)
+        )
+        spread = (max(figures) - min(figures)) / float(np.mean(figures))
+        shown = ", ".join(f"{f:.1f}" for f in figures)
+        print(f"{name:12} {shown:24} (±{spread / 2:.1%}) {np.mean(faults):10.0f} {plain:10.1f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,264 @@
+"""Each case measured in a fresh worker process, as pyperf splits runner and worker.
+
+The pytest session is the runner: it plans cases and writes rows. A *server* process starts once
+per session with a controlled environment (the allocator setting, ``PYTHONHASHSEED``), imports
+the libraries every case may need (``PRELOAD``) and then never runs a case itself: for each case
+it forks a child, which rebuilds the case from its id, prepares, warms up, calibrates and times
+it, and hands back a :class:`~imgbench.harness.measure.Measurement`. Every case therefore starts
+from the same process state, a copy of the pristine server, whatever ran before it: no heap, no
+allocator high-water mark, no imported-late module carries over from case to case.
+
+Forking costs milliseconds where a fresh interpreter would re-import torch for every case;
+what cases share (reference decodes, decoded inputs, built formats) lives in the session's
+scratch folder, built by the first worker that needs it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import pickle
+import select
+import signal
+import struct
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
+
+from imgbench.errors import one_line
+from imgbench.harness.allocator import Allocator, environment_for
+
+# Imported by the server before any fork: libraries that are safe to fork after import. pyvips is
+# not among them (its thread pool deadlocks in a forked child); it is imported by its cases.
+PRELOAD = (
+    "numpy",
+    "PIL.Image",
+    "cv2",
+    "torch",
+    "torchvision",
+    "kornia",
+    "albumentations",
+    "simplejpeg",
+    "imagecodecs",
+    "lmdb",
+    "h5py",
+    "pyarrow.parquet",
+    "pytest",
+    "imgbench.harness.measure",
+    "imgbench.stages",
+    "imgbench.readers.cases",
+    "imgbench.readers.verify",
+    "imgbench.augment.cases",
+    "imgbench.augment.verify",
+    "imgbench.formats.cases",
+)
+HASH_SEED = "0"
+_DATASETS: dict[str, Any] = {}  # loaded by the server before any fork (0.5 s each, not per case)
+CASE_TIMEOUT_S = 3600.0  # a case that has not finished by then is killed with its worker
+_HEADER = struct.Struct("!I")
+
+
+@dataclass(frozen=True)
+class WorkerJob:
+    """What a worker needs to rebuild and measure one case: names and paths, nothing open."""
+
+    profile: str
+    secondary: bool
+    allocator_session: bool
+    allocator: str
+    dataset: str
+    max_images: int
+    stage: str
+    case_id: str
+    rounds: int
+    warmup_rounds: int
+    min_round_s: float
+    scratch: str
+    result_path: str
+
+
+@dataclass
+class WorkerOutcome:
+    status: str  # ok | skipped | failed
+    reason: str | None = None
+    measurement: Any = None  # a Measurement when ok
+
+
+# -- the worker side -------------------------------------------------------------------------------
+def run_job(job: WorkerJob) -> WorkerOutcome:
+    """In the forked child: rebuild the case from its id, measure it, report what happened."""
+    import pytest
+
+    from imgbench.datasets import load_dataset
+    from imgbench.harness.allocator import current
+    from imgbench.harness.case import with_allocator
+    from imgbench.harness.context import CaseContext
+    from imgbench.harness.measure import plain_rounds, run_case
+    from imgbench.profiles import get_profile
+    from imgbench.stages import stage_cases
+
+    try:
+        profile = get_profile(job.profile)
+        if job.secondary:
+            profile = profile.on_extra_dataset()
+        if job.allocator_session:
+            profile = profile.in_allocator_session()
+        planned = stage_cases(job.stage, profile)
+        if job.allocator_session:
+            planned = with_allocator(planned, job.allocator)
+        cases = {c.case_id: c for c in planned}
+        case = cases.get(job.case_id)
+        if case is None:
+            return WorkerOutcome("failed", f"the worker does not plan {job.case_id}")
+        ctx = CaseContext(
+            dataset=_DATASETS.get(job.dataset) or load_dataset(job.dataset),
+            profile=profile,
+            max_images=job.max_images,
+            _scratch=Path(job.scratch),
+        )
+        measurement = run_case(
+            case, ctx, job.rounds, job.warmup_rounds, job.min_round_s, plain_rounds
+        )
+    except pytest.skip.Exception as exc:
+        return WorkerOutcome("skipped", str(exc.msg))
+    except pytest.fail.Exception as exc:
+        return WorkerOutcome("failed", str(exc.msg))
+    except Exception as exc:
+        return WorkerOutcome("failed", one_line(exc))
+    measurement.process_model = "worker"
+    measurement.allocator = current()
+    return WorkerOutcome("ok", measurement=measurement)
+
+
+def _child(job: WorkerJob) -> None:
+    """The forked child: run the job, write the outcome, and leave without running atexit."""
+    code = 0
+    try:
+        os.dup2(
+            2, 1
+        )  # the server's stdout is the runner's channel: a library's print goes to stderr
+        outcome = run_job(job)
+        with tempfile.NamedTemporaryFile(
+            dir=Path(job.result_path).parent, delete=False, suffix=".tmp"
+        ) as handle:
+            pickle.dump(outcome, handle, protocol=pickle.HIGHEST_PROTOCOL)
+        os.replace(handle.name, job.result_path)
+    except BaseException:
+        code = 3
+    finally:
+        os._exit(code)
+
+
+def _read_message(stream: IO[bytes]) -> Any:
+    header = stream.read(_HEADER.size)
+    if len(header) < _HEADER.size:
+        return None
+    (size,) = _HEADER.unpack(header)
+    return pickle.loads(stream.read(size))
+
+
+def _write_message(stream: IO[bytes], value: Any) -> None:
+    data = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+    stream.write(_HEADER.pack(len(data)) + data)
+    stream.flush()
+
+
+def serve(dataset: str | None = None) -> None:
+    """The server: import PRELOAD and load the dataset once, then fork a child per job until
+    stdin closes."""
+    import importlib
+
+    for module in PRELOAD:
+        with contextlib.suppress(Exception):  # a missing library's cases skip with the reason
+            importlib.import_module(module)
+    if dataset:
+        from imgbench.datasets import load_dataset
+
+        with contextlib.suppress(Exception):  # the case that needs it reports the error
+            _DATASETS[dataset] = load_dataset(dataset)
+    jobs, replies = sys.stdin.buffer, sys.stdout.buffer
+    while (job := _read_message(jobs)) is not None:
+        pid = os.fork()
+        if pid == 0:
+            _child(job)
+        _, status = os.waitpid(pid, 0)
+        _write_message(replies, status)
+
+
+# -- the runner side -------------------------------------------------------------------------------
+class WorkerServer:
+    """The session's server process: started on first use, stopped with the session."""
+
+    def __init__(self, allocator: Allocator, dataset: str | None = None) -> None:
+        self.allocator = allocator
+        self.dataset = dataset
+        self._process: subprocess.Popen[bytes] | None = None
+
+    def _start(self) -> subprocess.Popen[bytes]:
+        if self._process is None or self._process.poll() is not None:
+            env = environment_for(dict(os.environ), self.allocator)
+            env["PYTHONHASHSEED"] = HASH_SEED
+            self._process = subprocess.Popen(
+                [
+                    sys.executable,
+                    "-c",
+                    "import sys; from imgbench.harness.worker import serve; serve(sys.argv[1])",
+                    self.dataset or "",
+                ],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                env=env,
+                start_new_session=True,  # stop() ends the server and any child it left
+            )
+        return self._process
+
+    def run(self, job: WorkerJob, timeout_s: float = CASE_TIMEOUT_S) -> WorkerOutcome:
+        """Measure one case in a fresh fork; a crash or a hang is a failed outcome, not an error."""
+        process = self._start()
+        assert process.stdin is not None and process.stdout is not None
+        result = Path(job.result_path)
+        result.unlink(missing_ok=True)
+        try:
+            _write_message(process.stdin, job)
+        except BrokenPipeError:
+            self.stop()
+            return WorkerOutcome("failed", "the worker server died before the case started")
+        ready, _, _ = select.select([process.stdout], [], [], timeout_s)
+        if not ready:
+            self.stop()
+            return WorkerOutcome("failed", f"the case did not finish within {timeout_s:g} s")
+        status = _read_message(process.stdout)
+        if status is None:
+            self.stop()
+            return WorkerOutcome("failed", "the worker server died during the case")
+        if not result.is_file():
+            return WorkerOutcome(
+                "failed", f"the worker process ended without a result ({_how(status)})"
+            )
+        with result.open("rb") as handle:
+            outcome: WorkerOutcome = pickle.load(handle)
+        result.unlink(missing_ok=True)
+        return outcome
+
+    def stop(self) -> None:
+        process, self._process = self._process, None
+        if process is None:
+            return
+        with contextlib.suppress(Exception):
+            assert process.stdin is not None
+            process.stdin.close()  # the server's loop ends on end of input
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGKILL)
+            process.wait(timeout=10)
+
+
+def _how(status: int) -> str:
+    if os.WIFSIGNALED(status):
+        return f"killed by signal {signal.Signals(os.WTERMSIG(status)).name}"
+    return f"exit code {os.WEXITSTATUS(status)}"

@@ -1,0 +1,203 @@
+"""Each case in a fresh fork of a pristine server: the row says so, and it is true.
+
+A toy reader registered by entry point (as in tests/test_extending.py) reports what its process
+looks like from inside: a module-level counter (a fresh process per case sees 1 every time), the
+allocator variables and the hash seed. Another toy reader crashes its process.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import textwrap
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from imgbench.harness.allocator import GLIBC_TUNED, AllocatorUnavailableError, allocator
+from tests.conftest import run_pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+PROBE = '''
+import io
+import json
+import os
+import signal
+
+import numpy as np
+from PIL import Image
+
+from imgbench.readers.base import BytesReader, ReaderSpec
+
+CALLS = {"decode": 0}
+SEEN = {}
+
+
+class Probe(BytesReader):
+    """A real decoder that also notes what its process looks like."""
+
+    def decode(self, data: bytes) -> np.ndarray:
+        CALLS["decode"] += 1
+        if CALLS["decode"] == 1:  # the first call of this process: before any other case's
+            SEEN.update(
+                pid=os.getpid(),
+                hash_seed=os.environ.get("PYTHONHASHSEED"),
+                ld_preload=os.environ.get("LD_PRELOAD", ""),
+                malloc={k: v for k, v in os.environ.items() if k.startswith("MALLOC_")},
+            )
+            with open(os.environ["PROBE_LOG"], "a") as log:
+                log.write(json.dumps(SEEN) + "\\n")
+        with Image.open(io.BytesIO(data)) as image:
+            return np.ascontiguousarray(np.asarray(image.convert("RGB")))
+
+
+class Crash(BytesReader):
+    def decode(self, data: bytes) -> np.ndarray:
+        os.kill(os.getpid(), signal.SIGSEGV)
+        raise AssertionError("unreachable")
+
+
+PROBE = ReaderSpec(library="probe", variant="env", adapter=__name__ + ":Probe", quick=True)
+CRASH = ReaderSpec(library="crash", variant="segv", adapter=__name__ + ":Crash", quick=True)
+'''
+
+PROFILE = """
+[tool.imgbench.profiles.probe]
+base = "quick"
+rounds = 2
+warmup_rounds = 1
+[tool.imgbench.profiles.probe.read]
+libraries = ["probe", "crash", "pillow"]
+codecs = ["jpeg", "png"]
+"""
+
+
+@pytest.fixture
+def probe_env(tmp_path: Path) -> dict[str, str]:
+    site = tmp_path / "site"
+    (site / "probe_imgbench").mkdir(parents=True)
+    (site / "probe_imgbench" / "__init__.py").write_text(textwrap.dedent(PROBE))
+    info = site / "probe_imgbench-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: probe-imgbench\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text(
+        "[imgbench.read]\nprobe = probe_imgbench:PROBE\ncrash = probe_imgbench:CRASH\n"
+    )
+    (tmp_path / "pyproject.toml").write_text(PROFILE)
+    return {
+        **os.environ,
+        "PYTHONPATH": str(site),
+        "IMGBENCH_PYPROJECT": str(tmp_path / "pyproject.toml"),
+        "PROBE_LOG": str(tmp_path / "probe.log"),
+    }
+
+
+def _run(tmp_path: Path, dataset: Path, env: dict[str, str], *args: str) -> pd.DataFrame:
+    import subprocess
+    import sys
+
+    results = tmp_path / "results"
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-p",
+            "no:cacheprovider",
+            str(ROOT / "benches" / "bench_readers.py"),
+            "--imgbench-profile=probe",
+            f"--dataset={dataset}",
+            f"--imgbench-results={results}",
+            *args,
+        ],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert out.returncode in (0, 1), out.stdout[-3000:] + out.stderr[-2000:]
+    (path,) = results.glob("*.parquet")
+    return pd.read_parquet(path)
+
+
+def test_every_case_runs_in_a_fresh_process_with_the_recorded_environment(
+    tmp_path: Path, tiny_dataset: Path, probe_env: dict[str, str]
+) -> None:
+    rows = _run(tmp_path, tiny_dataset, probe_env, "--imgbench-allocator=glibc-tuned")
+    probe = rows[rows["library"] == "probe"]
+    assert list(probe["status"]) == ["ok", "ok"]  # jpeg and png
+    assert set(probe["process_model"]) == {"worker"}
+    assert set(probe["allocator"]) == {"glibc-tuned"}
+    for text in probe["allocator_env"]:
+        assert json.loads(text) == GLIBC_TUNED
+    seen = [json.loads(line) for line in (tmp_path / "probe.log").read_text().splitlines()]
+    assert len(seen) == 2  # each case's process decoded for the first time: nothing carried over
+    assert len({s["pid"] for s in seen}) == 2 and os.getpid() not in {s["pid"] for s in seen}
+    for s in seen:  # what the row says is what the process had
+        assert s["hash_seed"] == "0" and s["malloc"] == GLIBC_TUNED and s["ld_preload"] == ""
+    assert (probe["page_faults_minor_per_image"] >= 0).all()
+
+
+def test_a_crashing_case_is_a_failed_row_and_the_next_case_runs(
+    tmp_path: Path, tiny_dataset: Path, probe_env: dict[str, str]
+) -> None:
+    rows = _run(tmp_path, tiny_dataset, probe_env, "-k", "crash or pillow")
+    crash = rows[rows["library"] == "crash"]
+    assert set(crash["status"]) == {"failed"}
+    assert crash["reason"].str.contains("killed by signal SIGSEGV").all()
+    pillow = rows[rows["library"] == "pillow"]
+    assert set(pillow["status"]) == {"ok"} and set(pillow["process_model"]) == {"worker"}
+
+
+def test_in_process_is_a_choice_and_says_so(
+    tmp_path: Path, tiny_dataset: Path, probe_env: dict[str, str]
+) -> None:
+    rows = _run(tmp_path, tiny_dataset, probe_env, "--imgbench-process=in-process", "-k", "probe")
+    assert set(rows["process_model"]) == {"in-process"} and set(rows["status"]) == {"ok"}
+    seen = (tmp_path / "probe.log").read_text().splitlines()
+    assert len(seen) == 1  # one process: the second case found the library already used
+
+
+@pytest.mark.parametrize("name", ["jemalloc", "tcmalloc"])
+def test_preloaded_allocators_are_used_or_skipped_with_the_package_to_install(
+    tmp_path: Path, tiny_dataset: Path, probe_env: dict[str, str], name: str
+) -> None:
+    rows = _run(tmp_path, tiny_dataset, probe_env, f"--imgbench-allocator={name}", "-k", "probe")
+    try:
+        chosen = allocator(name)
+    except AllocatorUnavailableError as exc:
+        assert set(rows["status"]) == {"skipped"}
+        assert rows["reason"].str.contains("apt-get install").all(), str(exc)
+        return
+    assert set(rows["status"]) == {"ok"} and set(rows["allocator"]) == {name}
+    seen = [json.loads(line) for line in (tmp_path / "probe.log").read_text().splitlines()]
+    assert all(s["ld_preload"] == chosen.environment["LD_PRELOAD"] for s in seen)
+
+
+def test_calibration_and_run_rows_agree_between_models(tmp_path: Path, tiny_dataset: Path) -> None:
+    """The same quick reader case, in a worker and in-process: same work per round."""
+    frames = []
+    for model in ("worker", "in-process"):
+        result = run_pytest(
+            [
+                str(ROOT / "benches" / "bench_readers.py"),
+                "--imgbench-profile=quick",
+                f"--dataset={tiny_dataset}",
+                f"--imgbench-results={tmp_path / model}",
+                f"--imgbench-process={model}",
+                "-k",
+                "pillow and jpeg",
+            ],
+            cwd=ROOT,
+        )
+        assert result.returncode == 0, result.stdout[-2000:]
+        (path,) = (tmp_path / model).glob("*.parquet")
+        frames.append(pd.read_parquet(path).iloc[0])
+    worker, here = frames
+    assert worker["process_model"] == "worker" and here["process_model"] == "in-process"
+    assert worker["case_id"] == here["case_id"]
+    assert worker["images_per_round"] % 8 == 0 and here["images_per_round"] % 8 == 0
+    assert json.loads(worker["extra_json"])["verified_images"] == 8
