@@ -131,6 +131,7 @@ FILTER_COLUMNS = {
     "library": "library",
     "codec": "codec",
     "threads": "threads_label",
+    "allocator": "allocator",
 }
 
 

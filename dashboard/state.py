@@ -18,6 +18,12 @@ FILTER_TITLES = {
     "library": "Library",
     "codec": "Codec",
     "threads": "Threads",
+    "allocator": "Allocator",
+}
+FILTER_HELP = {
+    "run": "newest run (with its sessions) preselected; clear it to pool every run",
+    "allocator": "the allocator of the process that measured (glibc unless an allocator session "
+    "of `imgbench run --profile default` chose another)",
 }
 BENCH_HINT = "run `make bench`, or `imgbench run --profile quick`"
 
@@ -77,9 +83,7 @@ def sidebar_filters(results: Results) -> dict[str, list[str]]:
                 default=None if key in st.session_state else default,
                 key=key,
                 placeholder="all",
-                help="newest run (with its sessions) preselected; clear it to pool every run"
-                if name == "run"
-                else None,
+                help=FILTER_HELP.get(name),
             )
     return selections
 

@@ -1,11 +1,12 @@
 """Augmentations: per-transform images/s by library (heatmap, disagreements flagged), and the
-same pipelines in every library, per image and in batches."""
+same pipelines in every library, per image and in batches, and the allocator's effect on them."""
 
 from __future__ import annotations
 
 import altair as alt
 import pandas as pd
 import streamlit as st
+from dashboard.allocators import main_session, render_effect, set_aside_caption
 from dashboard.charts import IMAGES_PER_S, bars_with_interval, scale_for, show
 from dashboard.data import with_json_keys
 from dashboard.intervals import summarise
@@ -76,7 +77,9 @@ def transform_table(rows: pd.DataFrame) -> pd.DataFrame:
 
 def render(view: View) -> None:
     st.title("Augmentations")
-    rows = prepare(stage_rows(view, "augment", "augmentation", "imgbench run -k augment"))
+    every = prepare(stage_rows(view, "augment", "augmentation", "imgbench run -k augment"))
+    rows, aside = main_session(every)
+    set_aside_caption(rows, aside)
     table = transform_table(rows)
 
     st.subheader("Per transform: images/s by library")
@@ -153,6 +156,8 @@ def render(view: View) -> None:
             )
         )
         st.dataframe(summary, hide_index=True)
+    every["case"] = every["runner"] + " · " + every["name"]
+    render_effect(every, "case", "augmentation", filtered=bool(view.selections.get("allocator")))
 
 
 render(current_view())

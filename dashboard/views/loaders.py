@@ -1,11 +1,12 @@
-"""Loaders: images/s vs workers, memory per worker over time, time per pipeline stage, and
-accelerator utilisation (AU) with time to first batch."""
+"""Loaders: images/s vs workers, memory per worker over time, time per pipeline stage,
+accelerator utilisation (AU) with time to first batch, and the allocator's effect."""
 
 from __future__ import annotations
 
 import altair as alt
 import pandas as pd
 import streamlit as st
+from dashboard.allocators import main_session, render_effect, set_aside_caption
 from dashboard.charts import IMAGES_PER_S, LABELS, LEGEND, scale_for, show, title_with_scale
 from dashboard.data import with_json_keys
 from dashboard.intervals import summarise
@@ -73,7 +74,9 @@ def stage_breakdown(rows: pd.DataFrame) -> pd.DataFrame:
 
 def render(view: View) -> None:
     st.title("Loaders")
-    rows = prepare(stage_rows(view, "loader", "loader", "imgbench run -k loader"))
+    every = prepare(stage_rows(view, "loader", "loader", "imgbench run -k loader"))
+    rows, aside = main_session(every)
+    set_aside_caption(rows, aside)
 
     st.subheader("Scaling with workers")
     curve = summarise(rows, ["pipeline", "workers_n"]).sort_values("workers_n")
@@ -182,11 +185,20 @@ def render(view: View) -> None:
     )
     if au.empty:
         st.info("No AU figures yet (extra_json `au`, 0–1, and `time_to_first_batch_s`).")
-        return
-    au = au.groupby("config", as_index=False)[["au_percent", "ttfb_s", "images_per_s_median"]]
-    au = au.median()
+    else:
+        au_chart(au)
+    render_effect(
+        every, "config", "loader configuration", filtered=bool(view.selections.get("allocator"))
+    )
+
+
+def au_chart(au: pd.DataFrame) -> None:
+    """AU % per configuration against the MLPerf pass mark."""
+    medians = au.groupby("config", as_index=False)[
+        ["au_percent", "ttfb_s", "images_per_s_median"]
+    ].median()
     bars = (
-        alt.Chart(au)
+        alt.Chart(medians)
         .mark_bar()
         .encode(
             x=alt.X(

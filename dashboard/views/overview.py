@@ -1,11 +1,12 @@
-"""Overview: which runs, machines and datasets there are, the best configuration per stage, and
-which stage bounds the pipeline."""
+"""Overview: which runs, machines and datasets there are, the best configuration per stage,
+which stage bounds the pipeline, and the allocator that pays (if one does)."""
 
 from __future__ import annotations
 
 import altair as alt
 import pandas as pd
 import streamlit as st
+from dashboard.allocators import best_gain, case_label, effects
 from dashboard.charts import IMAGES_PER_S, bar_x, show
 from dashboard.data import is_storage_ceiling, with_json_keys
 from dashboard.state import BENCH_HINT, View, current_view
@@ -20,6 +21,7 @@ STAGE_TITLES = {
     "native": "native ceiling",
 }
 PIPELINE_STEPS = ("format", "read", "augment")  # what one image goes through, in order
+ALLOCATOR_PAYS = 1.10  # the Overview names an allocator that beats glibc by more than this
 
 
 def best_per_stage(ok: pd.DataFrame) -> pd.DataFrame:
@@ -36,6 +38,7 @@ def best_per_stage(ok: pd.DataFrame) -> pd.DataFrame:
             "library": best["library"].to_numpy(),
             "variant": best["variant"].to_numpy(),
             "threads": best["threads_label"].to_numpy(),
+            "allocator": best["allocator"].to_numpy(),
             "workers": best["workers"].to_numpy(),
             "params": best["params_json"].to_numpy(),
             "images_per_s": best["images_per_s_median"].to_numpy(),
@@ -59,6 +62,21 @@ def bottleneck_text(best: pd.DataFrame) -> str | None:
         others = ", ".join(f"{r.step} {r.images_per_s:,.0f}" for r in steps.iloc[1:].itertuples())
         text += f" Others at their best: {others} images/s."
     return text
+
+
+def allocator_text(ok: pd.DataFrame) -> str | None:
+    """The allocator's largest gain over glibc on one case, when it is beyond noise and >10%."""
+    if ok["allocator"].nunique() < 2:
+        return None
+    step = ok["stage"].map(STAGE_TITLES).fillna(ok["stage"])
+    rows = ok.assign(case=case_label(ok) + " (" + step + ")")
+    effect = best_gain(effects(rows, "case"), ALLOCATOR_PAYS)
+    if effect is None:
+        return None
+    return (
+        f"**Allocator: {effect.allocator} pays.** {effect.text()}. The stage's page compares "
+        "every allocator measured."
+    )
 
 
 def loader_stage_shares(ok: pd.DataFrame) -> pd.DataFrame:
@@ -104,6 +122,9 @@ def render(view: View) -> None:
         text = bottleneck_text(best)
         if text:
             st.markdown(text)
+        allocator = allocator_text(view.ok())
+        if allocator:
+            st.markdown(allocator)
         x_encoding, _ = bar_x("images_per_s", f"best {IMAGES_PER_S}", best["images_per_s"])
         chart = (
             alt.Chart(best)

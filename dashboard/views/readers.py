@@ -1,11 +1,12 @@
 """Readers: images/s per library × codec × mode with 95% intervals, % of the native ceiling
-(tjbench), and reduced-size decode against full decode."""
+(tjbench), reduced-size decode against full decode, and the allocator's effect on decoding."""
 
 from __future__ import annotations
 
 import altair as alt
 import pandas as pd
 import streamlit as st
+from dashboard.allocators import main_session, render_effect, set_aside_caption
 from dashboard.charts import (
     IMAGES_PER_S,
     LABELS,
@@ -84,7 +85,9 @@ def render(view: View) -> None:
         "Decode to a C-contiguous HxWx3 uint8 RGB array. Bars: median images/s; "
         "lines: 95% interval of the median over all timed rounds."
     )
-    rows = prepare(stage_rows(view, "read", "reader", "imgbench run -k read"))
+    every = prepare(stage_rows(view, "read", "reader", "imgbench run -k read"))
+    rows, aside = main_session(every)
+    set_aside_caption(rows, aside)
     settings = sorted(rows["setting"].unique())
     setting = st.segmented_control("Mode", settings, default=settings[0], key="readers_mode")
     shown = rows[rows["setting"] == (setting or settings[0])]
@@ -203,6 +206,17 @@ def render(view: View) -> None:
             .properties(height=alt.Step(16))
         )
         show(chart)
+
+    every["case"] = (
+        every["reader"]
+        + " · "
+        + every["codec"].fillna("?").astype(str)
+        + " · "
+        + every["setting"]
+        + " · "
+        + threads_text(every["threads_label"])
+    )
+    render_effect(every, "case", "reader", filtered=bool(view.selections.get("allocator")))
 
     st.subheader("Numbers")
     st.dataframe(

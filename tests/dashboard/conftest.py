@@ -15,6 +15,7 @@ from streamlit.testing.v1 import AppTest
 
 from tests.dashboard.fixtures import (
     standard_runs,
+    write_allocator_run,
     write_corrupt,
     write_old_schema,
     write_run,
@@ -38,6 +39,15 @@ def read_only_results(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """What exists today: only the read stage (and skipped/failed rows)."""
     folder = tmp_path_factory.mktemp("read-only")
     write_run(folder, standard_runs()[0], stages=("read", "outcome"))
+    return folder
+
+
+@pytest.fixture(scope="session")
+def allocator_results(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One `imgbench run --profile default`: the main session under glibc and three allocator
+    sessions (glibc-tuned, jemalloc, tcmalloc) re-measuring a few cases."""
+    folder = tmp_path_factory.mktemp("allocators")
+    write_allocator_run(folder)
     return folder
 
 
@@ -80,6 +90,16 @@ def chart_data(at: AppTest, index: int, column: str) -> pd.DataFrame:
         if column in frame.columns:
             return frame
     raise AssertionError(f"chart {index} has no dataset with column {column!r}")
+
+
+def chart_with(at: AppTest, column: str) -> pd.DataFrame | None:
+    """The dataset of the first chart that has ``column``, or None when no chart has it."""
+    for index in range(len(at.get("vega_lite_chart"))):
+        try:
+            return chart_data(at, index, column)
+        except AssertionError:
+            continue
+    return None
 
 
 def texts(at: AppTest, kind: str) -> str:

@@ -37,6 +37,30 @@ TRANSFORMS = {"hflip": 9000.0, "resize": 2500.0, "color_jitter": 400.0, "normali
 AUG_LIBRARIES = {"albumentations": 1.0, "torchvision": 0.35, "kornia": 0.25}
 FORMATS = {"folder": 900.0, "lmdb": 4200.0, "hdf5": 2600.0, "tar": 1500.0}
 LOADERS = {"torch-dataloader": 430.0, "threads": 610.0}
+# allocator sessions (`imgbench run --profile default`): images/s over the main session's glibc,
+# after docs/measuring.md (Pillow's decode of large JPEGs gains most from glibc-tuned; decoders
+# that allocate through numpy barely move)
+ALLOCATOR_SESSIONS = ("glibc-tuned", "jemalloc", "tcmalloc")
+ALLOCATOR_EFFECT = {
+    ("read", "pillow"): {"glibc-tuned": 1.9, "jemalloc": 1.7, "tcmalloc": 1.6},
+    ("read", "opencv"): {"glibc-tuned": 1.02, "jemalloc": 1.0, "tcmalloc": 0.99},
+    ("read", "simplejpeg"): {"glibc-tuned": 1.0, "jemalloc": 1.01, "tcmalloc": 1.0},
+    ("augment", "albumentations"): {"glibc-tuned": 1.2, "jemalloc": 1.1, "tcmalloc": 1.05},
+    ("augment", "torchvision"): {"glibc-tuned": 1.1, "jemalloc": 1.05, "tcmalloc": 1.0},
+    ("loader", "torch-dataloader"): {"glibc-tuned": 1.3, "jemalloc": 1.15, "tcmalloc": 1.1},
+}
+# minor page faults per image: default glibc gives large buffers back and faults them in again
+MINOR_FAULTS = {"glibc": 240.0, "glibc-tuned": 3.0, "jemalloc": 25.0, "tcmalloc": 40.0}
+ALLOCATOR_ENV = {
+    "glibc": {},
+    "glibc-tuned": {
+        "MALLOC_TRIM_THRESHOLD_": "1000000000",
+        "MALLOC_MMAP_THRESHOLD_": "100000000",
+        "MALLOC_TOP_PAD_": "100000000",
+    },
+    "jemalloc": {"LD_PRELOAD": "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2"},
+    "tcmalloc": {"LD_PRELOAD": "/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4"},
+}
 
 
 @dataclass(frozen=True)
@@ -49,6 +73,8 @@ class RunSpec:
     dataset_name: str = "synthetic-small"
     speed: float = 1.0  # multiplies every throughput: 0.8 = a 20% slower run
     seed: int = 0
+    allocator: str = "glibc"  # the session's allocator; others make an allocator session
+    run_group: str | None = None  # shared by the sessions of one `imgbench run`
 
 
 def _samples(rng: np.random.Generator, images_per_s: float, images: int) -> list[float]:
@@ -62,6 +88,7 @@ def _row(spec: RunSpec, rng: np.random.Generator, **fields: Any) -> dict[str, An
     row.update(
         run_id=spec.run_id,
         run_name=spec.run_id.split("-")[-1],
+        run_group=spec.run_group,
         created_utc=spec.created,
         git_commit="0" * 40,
         git_branch="main",
@@ -85,6 +112,11 @@ def _row(spec: RunSpec, rng: np.random.Generator, **fields: Any) -> dict[str, An
         iterations=1,
         warmup_rounds=1,
         status="ok",
+        allocator=spec.allocator,
+        allocator_env=json.dumps(ALLOCATOR_ENV[spec.allocator], sort_keys=True),
+        process_model="worker",
+        page_faults_minor_per_image=MINOR_FAULTS[spec.allocator],
+        page_faults_major_per_image=0.0,
     )
     ips = fields.pop("ips") * spec.speed
     images = fields.pop("images", IMAGES_PER_ROUND)
@@ -337,6 +369,87 @@ def loader_rows(spec: RunSpec, rng: np.random.Generator) -> list[dict[str, Any]]
     return rows
 
 
+def allocator_rows(spec: RunSpec, rng: np.random.Generator) -> list[dict[str, Any]]:
+    """An allocator session's rows: the main session's cases the default profile's
+    allocator_plans keep, with ``"allocator": NAME`` among their params (so in their case_id)."""
+    allocator = spec.allocator
+    rows = []
+    for library, variant in (
+        ("pillow", "open-convert"),
+        ("opencv", "imdecode-rgb"),
+        ("simplejpeg", "decode"),
+    ):
+        params = {"codec": "jpeg", "mode": "memory", "threads": 1, "allocator": allocator}
+        rows.append(
+            _row(
+                spec,
+                rng,
+                stage="read",
+                library=library,
+                variant=variant,
+                codec="jpeg",
+                mode="memory",
+                cache_state="n/a",
+                threads=1,
+                ips=READERS[(library, variant)] * ALLOCATOR_EFFECT["read", library][allocator],
+                params=params,
+                library_version="1.0",
+            )
+        )
+    for library in ("albumentations", "torchvision"):
+        params = {
+            "pipeline": "train-classification",
+            "threads": 1,
+            "batch_size": None,
+            "allocator": allocator,
+        }
+        rows.append(
+            _row(
+                spec,
+                rng,
+                stage="augment",
+                library=library,
+                variant="train-classification",
+                threads=1,
+                ips=700.0
+                * AUG_LIBRARIES[library]
+                * ALLOCATOR_EFFECT["augment", library][allocator],
+                params=params,
+                library_version="2.0",
+            )
+        )
+    for workers in (0, 2):
+        params = {
+            "workers": workers,
+            "batch_size": 32,
+            "format": "folder",
+            "start_method": "fork",
+            "allocator": allocator,
+        }
+        stage_times = {"read": 1.1e-4, "decode": 6e-4, "augment": 9e-4, "collate": 5e-5}
+        rows.append(
+            _row(
+                spec,
+                rng,
+                stage="loader",
+                library="torch-dataloader",
+                variant="folder-pillow",
+                workers=workers,
+                batch_size=32,
+                mode="disk",
+                cache_state="warm",
+                ips=LOADERS["torch-dataloader"]
+                * [1.0, 1.75][workers // 2]
+                * ALLOCATOR_EFFECT["loader", "torch-dataloader"][allocator],
+                images=256,
+                params=params,
+                extra={"time_to_first_batch_s": 0.2 + 0.4 * workers, "stage_times_s": stage_times},
+                library_version="2.14.1",
+            )
+        )
+    return rows
+
+
 def outcome_rows(spec: RunSpec, rng: np.random.Generator) -> list[dict[str, Any]]:
     """One skipped and one failed row, as the harness writes them (no metrics)."""
     rows = []
@@ -376,6 +489,7 @@ def run_rows(
         "format": format_rows,
         "loader": loader_rows,
         "outcome": outcome_rows,
+        "allocator": allocator_rows,
     }
     return [row for stage in stages for row in makers[stage](spec, rng)]
 
@@ -443,6 +557,33 @@ def standard_runs(start: datetime | None = None) -> list[RunSpec]:
     return [base, cand]
 
 
+def allocator_runs(start: datetime | None = None) -> list[RunSpec]:
+    """One `imgbench run --profile default`: the main session (glibc) and its allocator sessions,
+    each a run of its own in one run group."""
+    start = start or datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
+    group = "20261201T120000Z-default-cccccc"
+    main = RunSpec(group, start, seed=3, run_group=group)
+    sessions = [
+        replace(
+            main,
+            run_id=f"{group}-allocator-{name}",
+            created=start + timedelta(minutes=10 * (index + 1)),
+            seed=4 + index,
+            allocator=name,
+        )
+        for index, name in enumerate(ALLOCATOR_SESSIONS)
+    ]
+    return [main, *sessions]
+
+
+def write_allocator_run(folder: Path) -> list[Path]:
+    """The main session's stages and the allocator sessions' rows, one file per session."""
+    main, *sessions = allocator_runs()
+    paths = [write_run(folder, main, stages=("read", "native", "augment", "loader"))]
+    paths += [write_run(folder, spec, stages=("allocator",)) for spec in sessions]
+    return paths
+
+
 def write_large(folder: Path, n_rows: int, rows_per_file: int = 10_000) -> list[Path]:
     """``n_rows`` realistic rows in files of ``rows_per_file``: the load-time budget's input."""
     folder.mkdir(parents=True, exist_ok=True)
@@ -474,10 +615,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("out", type=Path)
     parser.add_argument("--rows", type=int, default=0, help="write this many rows for timing")
+    parser.add_argument(
+        "--allocators", action="store_true", help="a run with allocator sessions instead"
+    )
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     if args.rows:
         write_large(args.out, args.rows)
+    elif args.allocators:
+        write_allocator_run(args.out)
     else:
         for spec in standard_runs():
             write_run(args.out, spec)

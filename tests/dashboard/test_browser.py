@@ -15,10 +15,11 @@ import time
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from tests.dashboard.fixtures import standard_runs, write_run
+from tests.dashboard.fixtures import standard_runs, write_allocator_run, write_run
 
 REPO = Path(__file__).resolve().parents[2]
 APP = REPO / "dashboard" / "app.py"
@@ -39,6 +40,8 @@ PAGES = {"": 2, "readers": 3, "augment": 2, "formats": 3, "loaders": 4, "compare
 # Compare runs imgbench.compare's bootstrap on first view: as long as `imgbench compare`
 # (10-20 s for the fixture's 68 cases on a busy 2-core machine), so it gets longer to draw
 CHART_TIMEOUT_MS = {"compare": 120_000}
+# the same with allocator sessions in the run: one chart more on these pages
+ALLOCATOR_PAGES = {"readers": 4, "augment": 3, "loaders": 5}
 
 pytestmark = pytest.mark.skipif(
     not CHROMIUM.exists(), reason="needs Debian's Chromium: apt-get install -y chromium"
@@ -95,6 +98,32 @@ def serve(results: Path) -> Iterator[str]:
             proc.wait(timeout=10)
 
 
+def _visit(page: Any, url: str, path: str, charts: int, name: str) -> None:
+    """Open a page, wait for its charts, save a full-page screenshot, check it drew them all."""
+    page.set_viewport_size({"width": 1400, "height": 1000})
+    page.goto(f"{url}/{path}", wait_until="domcontentloaded")
+    page.wait_for_selector("h1", timeout=30_000)
+    if charts:
+        page.wait_for_function(
+            "n => document.querySelectorAll("
+            '\'[data-testid="stVegaLiteChart"] canvas, '
+            '[data-testid="stVegaLiteChart"] svg.marks\').length >= n',
+            arg=charts,
+            timeout=CHART_TIMEOUT_MS.get(path, 30_000),
+        )
+    else:
+        page.wait_for_selector("[data-testid='stDataFrame']", timeout=30_000)
+    page.wait_for_timeout(500)  # let the last chart finish drawing
+    height = page.evaluate(
+        "document.querySelector('[data-testid=\"stMain\"]').scrollHeight"
+    )  # the app scrolls inside stMain, so a full-page shot needs a tall viewport
+    page.set_viewport_size({"width": 1400, "height": max(1000, int(height))})
+    page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)
+    assert page.locator("[data-testid='stException']").count() == 0, name
+    drawn = page.locator("[data-testid='stVegaLiteChart']").count()
+    assert drawn >= charts, f"{name}: {drawn} charts, expected {charts}"
+
+
 def test_every_page_renders_in_chromium(tmp_path: Path) -> None:
     from playwright.sync_api import sync_playwright
 
@@ -108,28 +137,24 @@ def test_every_page_renders_in_chromium(tmp_path: Path) -> None:
         try:
             page = browser.new_page(viewport={"width": 1400, "height": 1000})
             for path, charts in PAGES.items():
-                page.set_viewport_size({"width": 1400, "height": 1000})
-                page.goto(f"{url}/{path}", wait_until="domcontentloaded")
-                page.wait_for_selector("h1", timeout=30_000)
-                if charts:
-                    page.wait_for_function(
-                        "n => document.querySelectorAll("
-                        '\'[data-testid="stVegaLiteChart"] canvas, '
-                        '[data-testid="stVegaLiteChart"] svg.marks\').length >= n',
-                        arg=charts,
-                        timeout=CHART_TIMEOUT_MS.get(path, 30_000),
-                    )
-                else:
-                    page.wait_for_selector("[data-testid='stDataFrame']", timeout=30_000)
-                page.wait_for_timeout(500)  # let the last chart finish drawing
-                height = page.evaluate(
-                    "document.querySelector('[data-testid=\"stMain\"]').scrollHeight"
-                )  # the app scrolls inside stMain, so a full-page shot needs a tall viewport
-                page.set_viewport_size({"width": 1400, "height": max(1000, int(height))})
-                name = path or "overview"
-                page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)
-                assert page.locator("[data-testid='stException']").count() == 0, name
-                drawn = page.locator("[data-testid='stVegaLiteChart']").count()
-                assert drawn >= charts, f"{name}: {drawn} charts, expected {charts}"
+                _visit(page, url, path, charts, path or "overview")
+        finally:
+            browser.close()
+
+
+def test_allocator_effect_renders_in_chromium(tmp_path: Path) -> None:
+    """A run with allocator sessions: the pages draw one chart more (the allocator effect)."""
+    from playwright.sync_api import sync_playwright
+
+    results = tmp_path / "results"
+    results.mkdir()
+    write_allocator_run(results)
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    with serve(results) as url, sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            for path, charts in ALLOCATOR_PAGES.items():
+                _visit(page, url, path, charts, f"{path}-allocators")
         finally:
             browser.close()

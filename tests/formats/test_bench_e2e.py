@@ -63,11 +63,14 @@ def test_quick_profile_rows(quick_run: pd.DataFrame) -> None:
     for extra in writes["extra"]:
         assert extra["bytes_on_disk"] > 0 and 0.9 < extra["size_ratio"] < 2
         assert extra["write_images_per_s"] > 0
+        assert extra["verified_records"] == extra["records"]  # the last round's output, read back
     reads = ok[ok["mode"] == "read"]
     assert set(reads["cache_state"]) == {"warm"}
     assert (reads["images_per_s_median"] > 0).all()
     for extra in reads["extra"]:
         assert extra["order"] == "sequential" and "size_ratio" in extra
+        if extra["format"] != "raw-file":  # every record of the store read back before timing
+            assert extra["verified_records"] == extra["records"]
     assert (reads["cache_method"].str.startswith("warm")).all()
 
 
@@ -101,3 +104,5 @@ def test_cold_reads_evict_and_check(tmp_path: Path, photo_dir: Path) -> None:
     assert set(raw["cache_state"]) == {"warm", "cold"}
     decode = frame[(frame["params"].map(lambda p: p["payload"]) == "decode")]
     assert (decode["megapixels_per_s_median"] > 0).all()
+    for extra in decode[decode["status"] == "ok"]["extra"]:
+        assert extra["verified_decodes"] == 4  # Pillow's decode of the stored bytes, checked

@@ -1,9 +1,9 @@
 """Sources that fail, and a pytest plugin that runs loader cases over them in a bench subprocess.
 
-Loaded with ``-p tests.loaders.faults``: the loader stage's cases become a broken and a hung
-dataset under several loaders, followed by a healthy case (the suite must go on), and after
-every case the plugin appends the pytest process's live child processes to the file named by
-``IMGBENCH_CHILDREN_LOG`` (forked DataLoader workers share the parent's command line).
+Loaded with ``-p tests.loaders.faults``: the loader stage's cases become a broken, a hung and a
+mislabelled dataset under several loaders, followed by a healthy case (the suite must go on),
+and after every case the plugin appends the pytest process's live child processes to the file
+named by ``IMGBENCH_CHILDREN_LOG`` (forked DataLoader workers share the parent's command line).
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ import os
 import time
 from typing import Any
 
+import numpy as np
 import psutil
 import pytest
 
@@ -40,6 +41,28 @@ class HangsOnIndex(RaisesOnIndex):
         return self.source[index]
 
 
+class ShiftsLabels(RaisesOnIndex):
+    """Every label moved past the dataset's classes: batches look fine, their labels are wrong."""
+
+    def __getitem__(self, index: int) -> Any:
+        payload, label = self.source[index]
+        return payload, label + 100
+
+
+class FloatPixels(RaisesOnIndex):
+    """Decoded float32 arrays as payloads, as a format that stored floats would hand them over."""
+
+    def __getitem__(self, index: int) -> Any:
+        import io
+
+        from PIL import Image
+
+        payload, label = self.source[index]
+        with Image.open(io.BytesIO(payload)) as image:
+            pixels = np.asarray(image.convert("RGB"), dtype=np.float32)
+        return pixels, label
+
+
 def fault_cases(profile: Any) -> list[Any]:
     from imgbench.loaders import cases
     from imgbench.loaders.plan import LoaderPlan
@@ -47,6 +70,7 @@ def fault_cases(profile: Any) -> list[Any]:
     plan = profile.plan(LoaderPlan)
     raises = functools.partial(cases.prepare_loader, wrap=RaisesOnIndex)
     hangs = functools.partial(cases.prepare_loader, wrap=HangsOnIndex)
+    wrong_labels = functools.partial(cases.prepare_loader, wrap=ShiftsLabels)
     short = {"plan": plan, "batch_timeout_s": 3.0}
     return [
         cases.loader_case("torch-dataloader", 2, prepare=raises, **short),
@@ -56,6 +80,7 @@ def fault_cases(profile: Any) -> list[Any]:
         cases.loader_case("torch-dataloader", 0, prepare=hangs, **short),
         cases.loader_case("queue-feeder", 2, prepare=hangs, **short),
         cases.loader_case("threadpool", 1, prepare=hangs, **short),
+        cases.loader_case("torch-dataloader", 2, prepare=wrong_labels, **short),
         cases.loader_case("torch-dataloader", 1, plan=plan),  # healthy: the suite went on
     ]
 

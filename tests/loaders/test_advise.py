@@ -1,5 +1,6 @@
 """`imgbench advise --target`: configurations that reach the target, fewest workers and least
-memory first, with what limits them; and what to do when none does."""
+memory first, with what limits them; and what to do when none does; the allocator that pays, only
+where it beats glibc beyond noise."""
 
 from __future__ import annotations
 
@@ -7,9 +8,13 @@ import json
 from datetime import UTC, datetime
 from pathlib import Path
 
+import pandas as pd
+import pytest
 from typer.testing import CliRunner
 
 from imgbench.cli import app
+from imgbench.harness.allocator import Allocator, AllocatorUnavailableError
+from imgbench.loaders.advise import spread
 from imgbench.machine import machine_info
 from imgbench.results.schema import empty_row
 from imgbench.results.store import write_rows
@@ -109,3 +114,149 @@ def test_an_80_column_terminal_folds_instead_of_cutting(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     assert "…" not in result.output
     assert max(len(line) for line in result.output.splitlines()) <= 80
+
+
+# -- the allocator dimension ------------------------------------------------------------------
+JEMALLOC_PATH = "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2"
+TUNED_VARIABLES = [
+    "MALLOC_TRIM_THRESHOLD_=1000000000",
+    "MALLOC_MMAP_THRESHOLD_=100000000",
+    "MALLOC_TOP_PAD_=100000000",
+]
+
+
+def _under(row: dict, allocator: str, spread: float, session: bool = True) -> dict:
+    """``row`` as the harness writes it under ``allocator``: an allocator session's case has
+    ``"allocator": NAME`` among its params (so in its case_id); quartiles ``spread`` apart."""
+    row = dict(row)
+    params = json.loads(row["params_json"])
+    if session:
+        params["allocator"] = allocator
+    text = ",".join(f"{k}={v}" for k, v in sorted(params.items()))
+    ips = row["images_per_s_median"]
+    row.update(
+        case_id=f"{row['stage']}/{row['library']}/{row['variant']}[{text}]",
+        params_json=json.dumps(params, sort_keys=True),
+        allocator=allocator,
+        allocator_env=json.dumps({"LD_PRELOAD": JEMALLOC_PATH} if "jemalloc" in allocator else {}),
+        images_per_s_q1=ips * (1 - spread),
+        images_per_s_q3=ips * (1 + spread),
+    )
+    return row
+
+
+def _read(library: str, ips: float) -> dict:
+    row = empty_row()
+    row.update(machine_info().as_row())
+    row.update(
+        run_id="r1",
+        created_utc=datetime.now(UTC),
+        stage="read",
+        library=library,
+        variant="decode",
+        codec="jpeg",
+        mode="memory",
+        threads=1,
+        params_json=json.dumps({"codec": "jpeg", "mode": "memory", "threads": 1}),
+        status="ok",
+        images_per_s_median=ips,
+    )
+    return row
+
+
+def _allocator_results(
+    tmp_path: Path, tuned: float, tuned_spread: float, jemalloc: float = 1.0
+) -> Path:
+    """Pillow's decode under glibc (960 images/s) and glibc-tuned (``tuned`` x), OpenCV's within
+    1%, and the 2-worker DataLoader under glibc and jemalloc (``jemalloc`` x)."""
+    loader = _row("torch-dataloader", 2, 560.0, 1_500_000_000, STAGES)
+    rows = [
+        _under(_read("pillow", 960.0), "glibc", 0.02, session=False),
+        _under(_read("pillow", 960.0 * tuned), "glibc-tuned", tuned_spread),
+        _under(_read("opencv", 1170.0), "glibc", 0.02, session=False),
+        _under(_read("opencv", 1180.0), "glibc-tuned", 0.02),
+        _under(loader, "glibc", 0.02, session=False),
+        _under({**loader, "images_per_s_median": 560.0 * jemalloc}, "jemalloc", 0.02),
+    ]
+    write_rows(rows, tmp_path / "r1.parquet")
+    return tmp_path
+
+
+def _advise(results: Path, columns: int = 250) -> str:
+    result = CliRunner(env={"COLUMNS": str(columns)}).invoke(
+        app, ["advise", "--target", "500", "--results", str(results)]
+    )
+    assert result.exit_code == 0, result.output
+    return result.output
+
+
+@pytest.fixture
+def jemalloc_here(monkeypatch: pytest.MonkeyPatch) -> None:
+    def allocator(name: str) -> Allocator:
+        assert name == "jemalloc"
+        return Allocator(name, {"LD_PRELOAD": JEMALLOC_PATH})
+
+    monkeypatch.setattr("imgbench.harness.allocator.allocator", allocator)
+
+
+def test_allocator_that_pays_is_recommended_with_its_variables(
+    tmp_path: Path, jemalloc_here: None
+) -> None:
+    output = _advise(_allocator_results(tmp_path, tuned=1.9, tuned_spread=0.02, jemalloc=1.2))
+    section = output.split("Allocator: faster than glibc")[1]
+    read = next(line for line in section.splitlines() if "│ read" in line)
+    assert "glibc-tuned" in read and "1.90x" in read and "1,824 vs 960" in read
+    assert "faster on 1 of 2" in section  # pillow gains, OpenCV's 1% is within its noise
+    loader = next(line for line in section.splitlines() if "│ loader" in line)
+    assert "jemalloc" in loader and "1.20x" in loader and "672 vs 560" in loader
+    for variable in TUNED_VARIABLES:
+        assert f"export {variable}" in section
+    assert f"export LD_PRELOAD={JEMALLOC_PATH}" in section
+    # the jemalloc loader row is a configuration of its own, named as one
+    assert "files-opencv-albumentations · batch 32 · jemalloc" in output.split("Allocator:")[0]
+
+
+def test_allocator_within_noise_or_too_small_is_not_recommended(
+    tmp_path: Path, jemalloc_here: None
+) -> None:
+    # glibc-tuned 1.10x, but its rounds spread +-10%: its slow quartile is below glibc's fast one
+    within_noise = _advise(_allocator_results(tmp_path, tuned=1.10, tuned_spread=0.10))
+    # jemalloc 1.03x beyond noise, but under MIN_ALLOCATOR_GAIN; jemalloc slower: nothing either
+    for folder, factor in ((tmp_path / "small", 1.03), (tmp_path / "slower", 0.8)):
+        folder.mkdir()
+        output = _advise(_allocator_results(folder, 1.0, 0.02, jemalloc=factor))
+        assert "Allocator:" not in output and "LD_PRELOAD" not in output
+    assert "Allocator:" not in within_noise and "MALLOC_" not in within_noise
+    assert "glibc-tuned" not in within_noise
+
+
+def test_noise_comes_from_the_samples_without_quartiles() -> None:
+    row = pd.Series(
+        {
+            "images_per_s_q1": None,
+            "images_per_s_q3": None,
+            "images_per_round": 64,
+            "samples_s": [0.1, 0.1, 0.2, 0.2],
+        }
+    )
+    low, high = spread(row) or (0.0, 0.0)
+    assert low == pytest.approx(64 / 0.2) and high == pytest.approx(64 / 0.1)
+    assert spread(row.drop(["samples_s"])) is None
+
+
+def test_missing_preload_library_names_the_debian_package(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def unavailable(name: str) -> Allocator:
+        raise AllocatorUnavailableError(f"{name}: not found")
+
+    monkeypatch.setattr("imgbench.harness.allocator.allocator", unavailable)
+    output = _advise(_allocator_results(tmp_path, tuned=1.0, tuned_spread=0.02, jemalloc=1.3))
+    assert "apt-get install libjemalloc2" in output
+    assert "export LD_PRELOAD=libjemalloc.so.2" in output
+
+
+def test_allocator_section_fits_80_columns(tmp_path: Path, jemalloc_here: None) -> None:
+    output = _advise(_allocator_results(tmp_path, 1.9, 0.02, jemalloc=1.2), columns=80)
+    assert "MALLOC_TOP_PAD_=100000000" in output and "…" not in output
+    assert max(len(line) for line in output.splitlines()) <= 80

@@ -86,3 +86,17 @@ def test_extra_has_what_the_dashboard_reads(loader_rows: pd.DataFrame) -> None:
         )
         assert extra["workers_alive_after_close"] == []
         assert extra["time_to_first_batch_s"] > 0
+
+
+def test_rows_record_the_first_batch_check_and_pipeline_versions(loader_rows: pd.DataFrame) -> None:
+    from imgbench.machine import dist_version
+
+    for _, row in loader_rows.iterrows():
+        extra = json.loads(row.extra_json)
+        assert extra["first_batch_check"] == "pass", row.test_id
+        assert extra["first_batch"]["shape"] == [8, 3, 224, 224]
+        versions = extra["pipeline_versions"]
+        assert versions["numpy"] == dist_version("numpy")
+        # the default pipeline: OpenCV decodes, albumentations augments, torch collates
+        for dist in ("opencv-python-headless", "albumentations", "torch"):
+            assert versions[dist] == dist_version(dist), (row.test_id, dist)

@@ -43,15 +43,25 @@ def fault_run(tmp_path_factory: pytest.TempPathFactory, photo_dir: Path) -> dict
 
 def test_every_fault_is_a_failed_row_with_its_error(fault_run: dict) -> None:
     frame = fault_run["frame"]
-    assert len(frame) == 8, fault_run["proc"].stdout[-3000:]
+    assert len(frame) == 9, fault_run["proc"].stdout[-3000:]
     failed = frame[frame.status == "failed"]
-    assert len(failed) == 7
+    assert len(failed) == 8
     broken = failed[failed.reason.str.contains("broken sample 3")]
     hung = failed[failed.reason.str.contains("no batch within|no sample within|timed out")]
     assert len(broken) == 3, failed.reason.tolist()
     assert len(hung) == 4, failed.reason.tolist()
-    assert failed.reason.str.contains("^LoaderError: ").all()
+    assert (broken.reason.str.contains("^LoaderError: ")).all()
+    assert (hung.reason.str.contains("^LoaderError: ")).all()
     assert failed.reason.str.contains(r"torch-dataloader \(|threadpool \(|queue-feeder \(").all()
+
+
+def test_wrong_labels_fail_the_first_batch_check(fault_run: dict) -> None:
+    frame = fault_run["frame"]
+    (reason,) = frame[frame.reason.str.contains("first batch check", na=False)].reason
+    assert reason.startswith(
+        "BatchCheckError: torch-dataloader (2 workers): first batch check failed: labels ["
+    )
+    assert "are not among the dataset's labels [0, 1]" in reason
 
 
 def test_the_suite_goes_on(fault_run: dict) -> None:

@@ -80,3 +80,16 @@ def test_keras_workers_are_processes_and_are_reaped(tf_rows: pd.DataFrame) -> No
     extra = json.loads(row.extra_json)
     assert row.workers == 2
     assert extra["workers_left_after_reap"] == []
+
+
+def test_tensorflow_batches_pass_the_first_batch_check(tf_rows: pd.DataFrame) -> None:
+    """tf.data's eager tensors (B x 224 x 224 x 3) and Keras's NumPy batches are checked too."""
+    for _, row in tf_rows.iterrows():
+        extra = json.loads(row.extra_json)
+        assert extra["first_batch_check"] == "pass", row.test_id
+        expected = [32, 224, 224, 3] if row.library == "tf-data" else [32, 3, 224, 224]
+        assert extra["first_batch"]["shape"] == expected
+        versions = set(extra["pipeline_versions"])
+        assert "numpy" in versions and "torch" not in versions  # no torch in that environment
+        own = {"tf-data": {"tensorflow-cpu"}, "keras-pydataset": {"keras", "pillow"}}
+        assert own[row.library] <= versions, (row.test_id, versions)

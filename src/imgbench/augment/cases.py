@@ -3,7 +3,9 @@
 Set-up happens in ``prepare``, outside the timing: the dataset's images are decoded once with
 Pillow (shorter side raised to 256 when smaller, so every crop is valid), converted to each
 library's input form, and the library's transform objects are built. The op runs once on every
-input before timing (contract check and output size); a transform too slow for the profile's
+input before timing (contract check and output size), and those outputs are checked on the
+case's own images (``outputs.check_outputs``: shape, dtype, range, and the reference library's
+output for deterministic ones; a problem fails the case); a transform too slow for the profile's
 per-case budget gets fewer images, recorded in the row. Each row carries its agreement result
 from verify.py in ``extra_json``.
 """
@@ -17,6 +19,7 @@ import numpy as np
 
 from imgbench.augment import spec
 from imgbench.augment.base import make_batch, make_input
+from imgbench.augment.outputs import check_outputs
 from imgbench.augment.pipelines import PIPELINES
 from imgbench.augment.plan import AugmentPlan
 from imgbench.augment.registry import AugmentLibrary, get_library, libraries
@@ -92,7 +95,7 @@ def decoded_images(ctx: CaseContext, limit: int) -> tuple[list[np.ndarray], int]
                 arrays.append(np.ascontiguousarray(np.asarray(image)))
         return arrays, upscaled
 
-    return ctx.shared(("augment-decoded", ctx.dataset.fingerprint, limit), decode)
+    return ctx.persisted(f"augment-decoded-{ctx.dataset.fingerprint}-{limit}", decode)
 
 
 def _fixed_size(images: list[np.ndarray]) -> list[np.ndarray]:
@@ -140,8 +143,10 @@ def prepare(ctx: CaseContext, case: Case) -> Workload:
     if batch:
         n_batches = max(1, math.ceil(len(images) / batch))
         pool = [images[i % len(images)] for i in range(n_batches * batch)]
-        items = [make_batch(pool[i : i + batch], op.input) for i in range(0, len(pool), batch)]
+        groups = [pool[i : i + batch] for i in range(0, len(pool), batch)]
+        items = [make_batch(group, op.input) for group in groups]
     else:
+        groups = [[im] for im in images]
         items = [make_input(im, op.input) for im in images]
     per_item = batch or 1
 
@@ -157,7 +162,30 @@ def prepare(ctx: CaseContext, case: Case) -> Workload:
         extra["items_cut_from"] = len(items)
         items = items[:affordable]
     outputs = [first, *(op.fn(item) for item in items[1:])]
-    agreement = verify.agreement_for(kind, name, lib.key + ("@batch" if batch else ""))
+    paths = [entry.path for entry in ctx.entries(limit=limit)]
+
+    def where(i: int, j: int) -> str:
+        k = (i * batch + j) % len(images) if batch else i
+        return f"image {k} ({paths[k]})" if k < len(paths) else f"image {k}"
+
+    checked = check_outputs(
+        lib, kind, name, op, outputs, groups[: len(items)], where, batched=bool(batch)
+    )  # on the case's own images, untimed: shape, dtype, range, and the reference's output
+    if checked.problem is not None:
+        pytest.fail(
+            f"{lib.key} {kind} {name}: output check failed on {checked.problem}", pytrace=False
+        )
+    extra.update(checked.extra())
+    # every library's agreement on this transform, computed once per session (worker processes
+    # share it through the scratch folder)
+    agreements = ctx.persisted(
+        f"augment-agreements-{kind}-{name}",
+        lambda: (
+            verify.check_transform(name) if kind == "transform" else verify.check_pipeline(name)
+        ),
+    )
+    wanted = lib.key + ("@batch" if batch else "")
+    agreement = next((a for a in agreements if a.key == wanted), None)
     extra["agreement"] = agreement.flag if agreement else "not verified: no result"
     if agreement is not None and agreement.reference and agreement.check == "compare":
         extra.update(

@@ -34,7 +34,14 @@ from imgbench.formats.base import (
 )
 from imgbench.formats.plan import FormatPlan
 from imgbench.formats.registry import formats, get_format
-from imgbench.formats.session import adopt_built, built_format, concatenated
+from imgbench.formats.session import (
+    adopt_built,
+    built_format,
+    check_store,
+    concatenated,
+    verified_decodes,
+    verified_format,
+)
 from imgbench.harness.cache import CacheControl, warm
 from imgbench.harness.case import Case, Workload, spec_case
 from imgbench.harness.context import CaseContext
@@ -119,13 +126,20 @@ def _prepare_write(ctx: CaseContext, case: Case) -> Workload:
         durations.append(time.perf_counter() - start)
 
     def close() -> None:
+        import pytest
+
         report = last.get("report")
         if report is None:
             return
         extra.update(_size_extra(report))
         extra["write_images_per_s"] = round(len(entries) / statistics.median(durations), 2)
-        adopt_built(ctx, report)  # the read cases reuse the last round's output
+        # the output exists only after a timed round: the last one is read back here, untimed
+        verdict = check_store(ctx, spec, report)
+        extra["verified_records"] = verdict.records
+        adopt_built(ctx, report, verdict)  # the read cases reuse the last round's output
         shutil.rmtree(folder, ignore_errors=True)
+        if not verdict.ok:
+            pytest.fail(verdict.reason(), pytrace=False)
 
     return Workload(
         items=[0],
@@ -150,6 +164,15 @@ def _prepare_read(ctx: CaseContext, case: Case) -> Workload:
     spec = _spec_of(case)
     cache_state, order, payload = (case.params[k] for k in ("cache_state", "order", "payload"))
     report = built_format(ctx, spec)
+    verdict = verified_format(ctx, spec, report)  # once per built store, before any timing
+    if not verdict.ok:
+        pytest.fail(verdict.reason(), pytrace=False)
+    checked: dict[str, Any] = {"verified_records": verdict.records}
+    if payload == "decode":
+        decoded = verified_decodes(ctx, spec, report, PillowReader().decode)
+        if not decoded.ok:
+            pytest.fail(f"{spec.name}: decode check failed: {decoded.problem}", pytrace=False)
+        checked["verified_decodes"] = decoded.records
     state: dict[str, Any] = {"it": None}
 
     def reopen() -> None:
@@ -166,7 +189,7 @@ def _prepare_read(ctx: CaseContext, case: Case) -> Workload:
     reopen()
     count = len(state["reader"])
     decode = PillowReader().decode if payload == "decode" else None
-    extra: dict[str, Any] = {**_size_extra(report), "order": order, "payload": payload}
+    extra: dict[str, Any] = {**_size_extra(report), "order": order, "payload": payload, **checked}
 
     def stop_iteration() -> None:
         iterator = state["it"]

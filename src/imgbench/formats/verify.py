@@ -2,7 +2,8 @@
 
 Bytes formats must return the source file's bytes exactly; array formats must return exactly the
 array :func:`imgbench.formats.base.fixed_array` makes from the source. Labels must match too, by
-random access and by sequential iteration.
+random access and by sequential iteration. The comparison is ``imgbench.formats.roundtrip``'s,
+the one the format cases run before timing.
 
 The checks only, free of the CLI stack (typer, rich) like every stage's checks; the command and
 its table live in ``imgbench.formats.verify_cli``.
@@ -15,18 +16,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import numpy as np
-
 from imgbench.formats import registry
-from imgbench.formats.base import (
-    FormatError,
-    FormatSpec,
-    build_format,
-    class_names,
-    fixed_array,
-    open_format,
-    read_keys,
-)
+from imgbench.formats.base import FormatError, FormatSpec, build_format
+from imgbench.formats.roundtrip import round_trip
 from imgbench.harness.case import Case
 
 if TYPE_CHECKING:
@@ -61,17 +53,6 @@ def unmet_requirement(spec: FormatSpec) -> str | None:
     return probe.unmet_requirement()
 
 
-def _same(payload: object, expected: bytes | np.ndarray) -> bool:
-    if isinstance(expected, bytes):
-        return isinstance(payload, bytes) and payload == expected
-    return (
-        isinstance(payload, np.ndarray)
-        and payload.dtype == expected.dtype
-        and payload.shape == expected.shape
-        and bool(np.array_equal(payload, expected))
-    )
-
-
 def verify_format(
     spec: FormatSpec, root: Path, entries: Sequence[ImageEntry], workdir: Path
 ) -> VerifyResult:
@@ -91,49 +72,18 @@ def verify_format(
         write_s=report.seconds,
         skipped_files=list(report.skipped),
     )
-    classes = {name: i for i, name in enumerate(class_names(entries))}
-    skipped = {path for path, _ in report.skipped}
-    wanted = [
-        (e.path, classes[e.label] if e.label is not None else -1)
-        for e in entries
-        if e.path not in skipped
-    ]
-    keys = read_keys(report.path)
-    if keys != wanted:
-        result.messages.append("record order or labels in the key list differ from the manifest")
-
-    def expected(rel: str) -> bytes | np.ndarray:
-        data = (Path(root) / rel).read_bytes()
-        return data if spec.stores == "bytes" else fixed_array(data)
-
-    def note(message: str) -> None:
-        if len(result.messages) < MAX_MESSAGES:
-            result.messages.append(message)
-        result.status = "mismatch"
-
-    try:
-        with open_format(spec, report.path) as reader:
-            if len(reader) != len(wanted):
-                note(f"{len(reader)} records, expected {len(wanted)}")
-            for i, (rel, label) in enumerate(wanted[: len(reader)]):
-                payload, got = reader[i]
-                if not _same(payload, expected(rel)):
-                    note(f"record {i} ({rel}): payload differs from the source (random access)")
-                if got != label:
-                    note(f"record {i} ({rel}): label {got}, expected {label} (random access)")
-            seen = 0
-            for i, (payload, got) in enumerate(reader):
-                seen += 1
-                if i >= len(wanted):
-                    continue
-                rel, label = wanted[i]
-                if not _same(payload, expected(rel)) or got != label:
-                    note(f"record {i} ({rel}): differs when read sequentially")
-            if seen != len(wanted):
-                note(f"sequential iteration gave {seen} records, expected {len(wanted)}")
-    except Exception as exc:  # a reader that breaks is a finding, not a crash of the command
+    trip = round_trip(
+        spec,
+        report.path,
+        root,
+        entries,
+        [path for path, _ in report.skipped],
+        max_messages=MAX_MESSAGES,
+    )
+    result.messages = trip.messages
+    if trip.error is not None:  # a reader that breaks is a finding, not a crash of the command
         result.status = "error"
-        result.reason = f"read failed: {type(exc).__name__}: {exc}"
+        result.reason = f"read failed: {trip.error}"
     if result.messages and result.status == "ok":
         result.status = "mismatch"
     return result

@@ -208,8 +208,13 @@ def record_samples(benchmark: Any, case: Case, measurement: Measurement) -> None
         {
             "imgbench_case_id": case.case_id,
             "imgbench_stage": case.stage,
+            "imgbench_library": case.library,
+            "imgbench_variant": case.variant,
+            "imgbench_params": dict(case.params),
             "imgbench_process_model": measurement.process_model,
             "images_per_round": measurement.images_per_round,
+            "bytes_per_round": measurement.bytes_per_round,
+            "megapixels_per_round": measurement.megapixels_per_round,
         }
     )
     stats = benchmark._make_stats(1)  # the only way to hand pytest-benchmark external durations

@@ -66,7 +66,10 @@ class SessionState:
     _server: WorkerServer | None = None
 
     def uses_worker(self, case: Case) -> bool:
-        return self.process_model == "worker" and get_stage(case.stage).worker
+        """Worker processes rebuild a case from its registered stage; others run here."""
+        if self.process_model != "worker" or case.stage not in {s.name for s in STAGES}:
+            return False
+        return get_stage(case.stage).worker
 
     def server(self) -> WorkerServer:
         """The session's worker server, started on first use with the chosen allocator."""

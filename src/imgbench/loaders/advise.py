@@ -5,14 +5,23 @@ experiment), keeps the latest row of each configuration measured on this machine
 when this one has none), and lists those that reach the target, fewest workers and least memory
 first. For each it names the stage that limits it: the slowest per-image stage, or the cost of
 moving batches between processes when the workers' work does not account for the wall time.
+
+When the rows include the allocator dimension (the allocator sessions of ``imgbench run --profile
+default``), it also recommends an allocator per stage (read, augment, loader) where one pays: the
+same case measured under glibc and under another allocator (matched on the case_id without its
+``allocator=NAME`` parameter), the other faster by at least ``MIN_ALLOCATOR_GAIN`` and beyond the
+rows' own noise (its slow quartile above glibc's fast quartile), with the variables that apply it.
+It says nothing about allocators otherwise.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import numbers
 import os
-from dataclasses import dataclass
+import re
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -21,7 +30,35 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from imgbench.harness import allocator as allocators
+from imgbench.harness.allocator import GLIBC_TUNED, AllocatorUnavailableError
+
 OVERHEAD_LIMITED = 0.6  # below this parallel efficiency, the hand-over between processes limits
+MIN_ALLOCATOR_GAIN = 1.05  # a smaller gain is not worth changing a training job's environment
+ALLOCATOR_STAGES = ("read", "augment", "loader")  # what a loader's workers do, step by step
+BASELINE_ALLOCATOR = "glibc"
+# Debian's packages for the preloaded allocators, named when the library is not installed here
+PRELOAD_PACKAGES = {
+    "jemalloc": ("libjemalloc.so.2", "libjemalloc2"),
+    "tcmalloc": ("libtcmalloc_minimal.so.4", "libtcmalloc-minimal4"),
+}
+_ALLOCATOR_PARAM = re.compile(r"(?<=\[)allocator=[^,\]]*,?|,allocator=[^,\]]*")
+
+
+@dataclass(frozen=True)
+class AllocatorGain:
+    """The allocator that pays most in one stage, on its best case, against glibc."""
+
+    stage: str
+    allocator: str
+    factor: float  # images/s under ``allocator`` over images/s under glibc, same case
+    images_per_s: float
+    glibc_images_per_s: float
+    case: str  # the case it was measured on
+    faster: int  # the stage's cases where this allocator beats glibc beyond noise
+    slower: int  # ... where it is slower than glibc beyond noise
+    cases: int  # the stage's cases measured under both
+    recorded_env: dict[str, str]  # the allocator_env its row recorded (for "custom")
 
 
 @dataclass(frozen=True)
@@ -29,6 +66,7 @@ class Advice:
     reaching: pd.DataFrame  # configurations at or above the target, best first
     others: pd.DataFrame  # the rest, fastest first
     machine_note: str
+    allocator_gains: tuple[AllocatorGain, ...] = field(default=())
 
 
 def _extra(text: Any) -> dict[str, Any]:
@@ -68,6 +106,7 @@ def loader_configurations(frame: pd.DataFrame) -> pd.DataFrame:
             e.get("pipeline") or p.get("pipeline") for e, p in zip(extra, params, strict=True)
         ],
         pipeline_s_per_image=[e.get("pipeline_s_per_image") for e in extra],
+        allocator_param=[p.get("allocator") for p in params],
     )
     rows = rows.sort_values("created_utc").groupby("case_id", as_index=False).tail(1)
     return rows
@@ -88,20 +127,24 @@ def limiting_stage(extra: dict[str, Any]) -> str:
     return text
 
 
+def _pipelines(rows: pd.DataFrame, pipeline: str | None) -> pd.DataFrame:
+    """Loader rows of the pipelines asked for: those whose label contains ``pipeline``, by
+    default every pipeline that augments (the decode-only pass-through is not a training job)."""
+    if rows.empty:
+        return rows
+    labels = rows["pipeline"].fillna("").astype(str)
+    keep = (
+        labels.str.contains(pipeline, regex=False) if pipeline else ~labels.str.endswith("> none")
+    )
+    return rows[keep]
+
+
 def advise(
     frame: pd.DataFrame, target: float, machine_id: str | None, pipeline: str | None = None
 ) -> Advice:
     """``pipeline``: a substring of the pipeline label to keep; by default every pipeline that
     augments (the decode-only pass-through is not what a training job runs)."""
-    rows = loader_configurations(frame)
-    if not rows.empty:
-        labels = rows["pipeline"].fillna("").astype(str)
-        keep = (
-            labels.str.contains(pipeline, regex=False)
-            if pipeline
-            else ~labels.str.endswith("> none")
-        )
-        rows = rows[keep]
+    rows = _pipelines(loader_configurations(frame), pipeline)
     if rows.empty:
         return Advice(rows, rows, "no loader rows")
     note = "all machines in the results"
@@ -116,7 +159,152 @@ def advise(
     others = rows[rows["images_per_s_median"] < target].sort_values(
         "images_per_s_median", ascending=False
     )
-    return Advice(reaching, others, note)
+    return Advice(reaching, others, note, tuple(allocator_gains(frame, machine_id, pipeline)))
+
+
+def base_case_id(case_id: str) -> str:
+    """The case_id without its ``allocator=NAME`` parameter: one case under every allocator."""
+    return _ALLOCATOR_PARAM.sub("", case_id)
+
+
+def spread(row: pd.Series) -> tuple[float, float] | None:
+    """The row's own noise as images/s at its slow and fast quartile of rounds: the q1/q3
+    columns, else the quartiles of ``samples_s``; None when the row has neither."""
+    low, high = row.get("images_per_s_q1"), row.get("images_per_s_q3")
+    if _number(low) and _number(high):
+        return float(low), float(high)
+    samples, images = row.get("samples_s"), row.get("images_per_round")
+    if not hasattr(samples, "__len__") or not _number(images) or len(samples) < 2:
+        return None
+    slow, fast = pd.Series(samples, dtype=float).quantile([0.75, 0.25])
+    if not (slow > 0 and fast > 0):
+        return None
+    return float(images) / slow, float(images) / fast
+
+
+def _number(value: Any) -> bool:
+    """A finite number, numpy's included (a row's int32 columns come back as numpy ints)."""
+    return isinstance(value, numbers.Real) and math.isfinite(value)
+
+
+def _case_label(row: pd.Series) -> str:
+    label = f"{row['library']} · {row['variant']}"
+    if row["stage"] == "read" and isinstance(row.get("codec"), str):
+        threads = row.get("threads")
+        label += f" · {row['codec']}"
+        if _number(threads):
+            label += " · 1 thread" if threads == 1 else f" · {int(threads)} threads"
+    if row["stage"] == "loader":
+        workers = row.get("workers_n")
+        label += f" · {int(workers) if _number(workers) else 0} workers"
+    return label
+
+
+def _allocator_rows(
+    frame: pd.DataFrame, machine_id: str | None, pipeline: str | None
+) -> pd.DataFrame:
+    """Ok rows of the stages an allocator setting applies to, with the allocator recorded: the
+    latest row per case and allocator, of this machine where it has any."""
+    if "allocator" not in frame or frame["allocator"].dropna().nunique() < 2:
+        return frame.iloc[:0]
+    ok = frame[(frame["status"] == "ok") & frame["allocator"].notna()]
+    loaders = _pipelines(loader_configurations(ok), pipeline)  # steady state, as above
+    others = ok[ok["stage"].isin([s for s in ALLOCATOR_STAGES if s != "loader"])]
+    rows = pd.concat([others, loaders], ignore_index=True)
+    rows = rows[rows["images_per_s_median"].notna()]
+    if machine_id is not None and (rows["machine_id"] == machine_id).any():
+        rows = rows[rows["machine_id"] == machine_id]
+    if rows.empty:
+        return rows
+    key = [rows[c].fillna("?").astype(str) for c in ("stage", "environment", "machine_id")]
+    key.append(rows["dataset_fingerprint"].fillna("?").astype(str))
+    key.append(rows["case_id"].fillna("").astype(str).map(base_case_id))
+    rows = rows.assign(
+        base_key=pd.concat(key, axis=1).agg("|".join, axis=1),
+        allocator=rows["allocator"].astype(str),
+    )
+    return rows.sort_values("created_utc").groupby(["base_key", "allocator"]).tail(1)
+
+
+@dataclass(frozen=True)
+class _Comparison:
+    """One case under another allocator against the same case under glibc."""
+
+    allocator: str
+    row: pd.Series
+    glibc: pd.Series
+    factor: float
+    faster: bool  # beyond noise: its slow quartile above glibc's fast quartile
+    slower: bool  # beyond noise: its fast quartile below glibc's slow quartile
+
+
+def _compare(row: pd.Series, name: str, glibc: pd.Series) -> _Comparison:
+    factor = float(row["images_per_s_median"]) / float(glibc["images_per_s_median"])
+    mine, theirs = spread(row), spread(glibc)
+    if mine is None or theirs is None:  # no noise known: no claim either way
+        return _Comparison(name, row, glibc, factor, faster=False, slower=False)
+    return _Comparison(name, row, glibc, factor, mine[0] > theirs[1], mine[1] < theirs[0])
+
+
+def allocator_gains(
+    frame: pd.DataFrame, machine_id: str | None, pipeline: str | None = None
+) -> list[AllocatorGain]:
+    """Per stage, the allocator with the largest gain over glibc on one case, if that gain is at
+    least ``MIN_ALLOCATOR_GAIN`` and beyond noise; stages where none pays are left out."""
+    rows = _allocator_rows(frame, machine_id, pipeline)
+    if rows.empty:
+        return []
+    comparisons: list[_Comparison] = []
+    for _, case in rows.groupby("base_key"):
+        by_name = {str(r["allocator"]): r for _, r in case.iterrows()}
+        glibc = by_name.pop(BASELINE_ALLOCATOR, None)
+        if glibc is None:
+            continue
+        for name, row in by_name.items():
+            comparisons.append(_compare(row, name, glibc))
+    gains = []
+    for stage in ALLOCATOR_STAGES:
+        mine = [c for c in comparisons if c.row["stage"] == stage]
+        paying = [c for c in mine if c.faster and c.factor >= MIN_ALLOCATOR_GAIN]
+        if not paying:
+            continue
+        best = max(paying, key=lambda c: c.factor)
+        same = [c for c in mine if c.allocator == best.allocator]
+        recorded = _extra(best.row.get("allocator_env"))
+        gains.append(
+            AllocatorGain(
+                stage=stage,
+                allocator=best.allocator,
+                factor=best.factor,
+                images_per_s=float(best.row["images_per_s_median"]),
+                glibc_images_per_s=float(best.glibc["images_per_s_median"]),
+                case=_case_label(best.row),
+                faster=sum(c.faster for c in same),
+                slower=sum(c.slower for c in same),
+                cases=len(same),
+                recorded_env={str(k): str(v) for k, v in recorded.items()},
+            )
+        )
+    return gains
+
+
+def allocator_settings(name: str, recorded: dict[str, str]) -> tuple[str, dict[str, str]]:
+    """(how to read it, variables to export) for an allocator setting."""
+    if name == "glibc-tuned":
+        return "set before Python starts (DataLoader workers inherit them)", dict(GLIBC_TUNED)
+    if name in PRELOAD_PACKAGES:
+        file_name, package = PRELOAD_PACKAGES[name]
+        try:
+            environment = allocators.allocator(name).environment
+        except AllocatorUnavailableError:
+            return (
+                f"apt-get install {package} (not installed here), then preload it",
+                {"LD_PRELOAD": file_name},
+            )
+        return "preload it before Python starts (workers inherit it)", dict(environment)
+    if recorded:
+        return "the variables its rows recorded", dict(recorded)
+    return "its rows recorded no allocator variables", {}
 
 
 def workers_needed(pipeline_s_per_image: float | None, target: float) -> int | None:
@@ -132,7 +320,9 @@ def _batch(row: pd.Series) -> str:  # "32", not "32.0" (the column is float wher
 
 
 def _config_label(row: pd.Series) -> str:
-    return f"{row['library']} · {row['variant']} · batch {_batch(row)}"
+    label = f"{row['library']} · {row['variant']} · batch {_batch(row)}"
+    allocator = row.get("allocator_param")
+    return f"{label} · {allocator}" if isinstance(allocator, str) else label
 
 
 def _table(rows: pd.DataFrame, title: str) -> Table:
@@ -194,6 +384,7 @@ def advise_command(
             f"({best['images_per_s_median']:,.0f} images/s)."
         )
         console.print(_table(advice.reaching.head(show), "Reaching the target"))
+        _print_allocators(console, advice.allocator_gains)
         return
     best = advice.others.iloc[0]
     needed = workers_needed(best["pipeline_s_per_image"], target)
@@ -209,3 +400,37 @@ def advise_command(
             f"about {needed} busy cores at perfect scaling; this machine has {cores}."
         )
     console.print(_table(advice.others.head(show), "Fastest configurations"))
+    _print_allocators(console, advice.allocator_gains)
+
+
+def _print_allocators(console: Console, gains: tuple[AllocatorGain, ...]) -> None:
+    """The allocator per stage that pays, and how to apply each one named (nothing if none)."""
+    if not gains:
+        return
+    table = Table(
+        title="Allocator: faster than glibc on the same case, beyond the rounds' spread",
+        title_justify="left",
+    )
+    table.add_column("stage")
+    table.add_column("allocator", overflow="fold")
+    table.add_column("× glibc", justify="right")
+    table.add_column("img/s", justify="right")
+    table.add_column("best case; cases", overflow="fold", min_width=20, ratio=1)
+    for gain in gains:
+        cases = f"faster on {gain.faster} of {gain.cases}"
+        if gain.slower:
+            cases += f", slower on {gain.slower}"
+        table.add_row(
+            gain.stage,
+            gain.allocator,
+            f"{gain.factor:.2f}x",
+            f"{gain.images_per_s:,.0f} vs {gain.glibc_images_per_s:,.0f}",
+            f"{gain.case}; {cases}",
+        )
+    console.print(table)
+    for name in dict.fromkeys(gain.allocator for gain in gains):
+        recorded = next(g.recorded_env for g in gains if g.allocator == name)
+        how, variables = allocator_settings(name, recorded)
+        console.print(f"{name}: {how}:" if variables else f"{name}: {how}.", markup=False)
+        for variable, value in variables.items():
+            console.print(f"  export {variable}={value}", markup=False, highlight=False)

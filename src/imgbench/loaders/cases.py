@@ -227,9 +227,14 @@ def prepare_loader(
 ) -> Workload:
     """Build the pipeline and the loader, start it, and hand the harness one batch per item.
 
-    ``wrap`` replaces the source (tests use it to inject faults).
+    The first batch is checked before any timing (``imgbench.loaders.checks``): a loader that
+    delivers wrong batches fast is a failed row, not a figure. ``wrap`` replaces the source
+    (tests use it to inject faults); the labels the batches may carry are the unwrapped source's.
     """
+    import functools
+
     from imgbench.loaders.au import ComputeStep
+    from imgbench.loaders.checks import check_batch, expectation, known_labels
     from imgbench.loaders.pipeline import SamplePipeline
     from imgbench.loaders.run import LoaderRun
 
@@ -243,10 +248,12 @@ def prepare_loader(
     )
     spec = get_loader(case.library)
     source = make_source(ctx, config, spec.own_formats)
+    labels = known_labels(source)
     if wrap is not None:
         source = wrap(source)
     pipeline = SamplePipeline(source, config)
     batch_size, n_batches = int(params["batch_size"]), int(params["batches_per_round"])
+    expect = expectation(config, batch_size, labels)
     if len(pipeline) < batch_size:
         import pytest
 
@@ -265,15 +272,18 @@ def prepare_loader(
         warmup_batches=ctx.profile.warmup_rounds * n_batches,
         drain_batches=workers * int(params.get("prefetch_factor") or 0),
         compute=compute,
+        check=functools.partial(check_batch, expect=expect),
         **_timeouts(params),
     )
     run.extra.update(
+        first_batch_expected=expect.describe(),
         pipeline=config.label,
         images_in_pool=len(pipeline),
         loader_note=spec.note or None,
         sampling="endless reshuffled epochs: one iterator for the whole measurement",
     )
     run.start()
+    run.extra["pipeline_versions"] = pipeline_versions(config, spec)  # after start: what imported
     side = 0 if config.augment == NO_AUGMENT else OUTPUT_SIDE
     return Workload(
         items=list(range(n_batches)),
@@ -291,3 +301,41 @@ def _timeouts(params: dict[str, Any]) -> dict[str, float]:
         return {}
     seconds = float(params["batch_timeout_s"])
     return {"batch_timeout_s": seconds, "first_batch_timeout_s": 3 * seconds}
+
+
+def pipeline_versions(config: PipelineConfig, spec: LoaderSpec) -> dict[str, str]:
+    """Versions of every library the pipeline ran, by distribution: the decoder's, the
+    augmentation library's, the format's, the loader's, NumPy's, and torch's once imported."""
+    import contextlib
+    import platform
+    import sys
+
+    from imgbench.augment.registry import get_library
+    from imgbench.formats.registry import get_format
+    from imgbench.machine import dist_version
+    from imgbench.readers.registry import find_spec
+
+    dists: list[str | None] = ["numpy"]
+    library, _, variant = config.decoder.partition("/")
+    with contextlib.suppress(KeyError):
+        dists.append(find_spec(library, variant).dist)
+    # not in the augment registry: "tensorflow" is tf.data's own graph, the loader's library
+    with contextlib.suppress(KeyError):
+        dists.append(get_library(config.augment).dist if config.augment != NO_AUGMENT else None)
+    versions: dict[str, str] = {}
+    if config.format != FILES and config.format not in spec.own_formats:
+        fmt = get_format(config.format)
+        dists.append(fmt.dist)
+        own = fmt.version()  # e.g. sqlite: the library's version, not a distribution's
+        if own is not None:
+            versions[fmt.library] = own
+    dists.append(spec.dist)
+    if spec.dist is None:  # a loader from the standard library
+        versions["python"] = platform.python_version()
+    if "torch" in sys.modules:
+        dists.append("torch")
+    for dist in dists:
+        version = dist_version(dist) if dist else None
+        if dist and version:
+            versions[dist] = version
+    return dict(sorted(versions.items()))

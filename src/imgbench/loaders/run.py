@@ -1,17 +1,18 @@
 """One loader under measurement: the harness times ``step`` (one batch), this records the rest.
 
-``start`` builds the stream, times the first batch (worker start-up included) and drains what
-the workers computed ahead meanwhile (at least ``drain_batches``: workers x prefetch_factor, then
-until batches have to be waited for); ``step``
-pulls the next batch under a deadline, forces it to a contiguous tensor, adds its stage times
-and, for AU cases, runs the emulated training step; ``close`` measures a new epoch's start where
-the loader has epochs, stops the memory sampler, shuts the loader down, checks that no worker
-survived, and fills the row's ``extra`` (the harness reads it after ``close``).
+``start`` builds the stream, times the first batch (worker start-up included), checks it (the
+caller's ``check``: shape, dtype, values, labels; a wrong one stops the case before any timing)
+and drains what the workers computed ahead meanwhile (at least ``drain_batches``: workers x
+prefetch_factor, then until batches have to be waited for); ``step`` pulls the next batch under
+a deadline, forces it to a contiguous tensor, adds its stage times and, for AU cases, runs the
+emulated training step; ``close`` measures a new epoch's start where the loader has epochs, stops
+the memory sampler, shuts the loader down, checks that no worker survived, and fills the row's
+``extra`` (the harness reads it after ``close``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
@@ -38,6 +39,10 @@ DRAIN_MAX_BATCHES = 512
 DRAIN_MAX_S = 60.0
 
 
+class BatchCheckError(LoaderError):
+    """The first batch is not what the pipeline must produce; the message says what differs."""
+
+
 class LoaderRun:
     def __init__(
         self,
@@ -51,6 +56,7 @@ class LoaderRun:
         batch_timeout_s: float = BATCH_TIMEOUT_S,
         first_batch_timeout_s: float = FIRST_BATCH_TIMEOUT_S,
         memory_interval_s: float = DEFAULT_INTERVAL_S,
+        check: Callable[[Batch], str | None] | None = None,
     ) -> None:
         self.loader = loader
         self.name = name
@@ -60,6 +66,7 @@ class LoaderRun:
         self.compute = compute
         self.batch_timeout_s = batch_timeout_s
         self.first_batch_timeout_s = first_batch_timeout_s
+        self.check = check  # the first batch's problem, or None
         self.extra: dict[str, Any] = {}
         self.sampler = MemorySampler(loader.worker_pids, interval_s=memory_interval_s)
         self._iterator: Iterator[Batch] | None = None
@@ -84,8 +91,11 @@ class LoaderRun:
             begin = clock()
             with deadline(self.first_batch_timeout_s, f"{self.name}: first batch"):
                 self._iterator = self.loader.batches()
-                force(next(self._iterator))
+                first = next(self._iterator)
+                force(first)
             self.extra["time_to_first_batch_s"] = clock() - begin
+            self._check_first(first)
+            del first  # a worker's shared-memory batch: not kept through the timed rounds
             with deadline(self.first_batch_timeout_s, f"{self.name}: draining the prefetch"):
                 self.extra["drained_batches"] = self._drain()
             self._seen_pids.update(self.loader.worker_pids())
@@ -96,6 +106,18 @@ class LoaderRun:
             if error is exc:
                 raise
             raise error from exc
+
+    def _check_first(self, batch: Batch) -> None:
+        """Check the first batch (untimed); BatchCheckError when it is wrong."""
+        if self.check is None:
+            return
+        from imgbench.loaders.checks import summary
+
+        problem = self.check(batch)
+        self.extra["first_batch_check"] = problem or "pass"
+        if problem:
+            raise BatchCheckError(f"{self.name}: first batch check failed: {problem}")
+        self.extra["first_batch"] = summary(batch)
 
     def _drain(self) -> int:
         """Pull what the loader computed ahead while starting, untimed: at least

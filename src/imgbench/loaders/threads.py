@@ -10,6 +10,7 @@ the interpreter from exiting.
 from __future__ import annotations
 
 import multiprocessing
+import threading
 from collections import deque
 from collections.abc import Callable, Iterator, Mapping
 from multiprocessing.pool import AsyncResult, ThreadPool
@@ -19,6 +20,8 @@ import numpy as np
 
 from imgbench.loaders.base import BATCH_TIMEOUT_S, Batch, LoaderError
 from imgbench.loaders.pipeline import SamplePipeline, collate_for
+
+JOIN_TIMEOUT_S = 5.0  # how long close() waits for the tasks in flight
 
 
 def endless_batches(n: int, batch_size: int, seed: int = 0) -> Iterator[list[int]]:
@@ -70,8 +73,14 @@ class ThreadLoader:
 
     def close(self) -> None:
         if self.pool is not None:
-            self.pool.terminate()  # daemon threads: stuck ones are abandoned, not joined
-            self.pool = None
+            pool, self.pool = self.pool, None
+            pool.terminate()
+            # wait for the tasks in flight (a decode takes milliseconds): a thread still inside
+            # C++ code when the interpreter exits aborts it ("terminate called without an active
+            # exception"); a stuck one is abandoned after the wait (they are daemons)
+            joiner = threading.Thread(target=pool.join, daemon=True)
+            joiner.start()
+            joiner.join(timeout=JOIN_TIMEOUT_S)
 
 
 def build(pipeline: SamplePipeline, params: Mapping[str, Any]) -> ThreadLoader:
