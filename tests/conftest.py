@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import textwrap
 from pathlib import Path
 
 import numpy as np
@@ -39,6 +40,20 @@ def tiny_dataset(tmp_path_factory: pytest.TempPathFactory) -> Path:
     for i in range(2):
         write_photo_like(root / "class_0" / f"png_{i}.png", (80, 60), seed=10 + i, fmt="PNG")
     return root
+
+
+def installed_package(root: Path, package: str, source: str, entry_points: str) -> Path:
+    """A folder to put on PYTHONPATH holding ``package`` (one module) as an installed
+    distribution with ``entry_points``: how another package registers imgbench libraries."""
+    site = root / "site"
+    (site / package).mkdir(parents=True)
+    (site / package / "__init__.py").write_text(textwrap.dedent(source))
+    info = site / f"{package}-0.1.dist-info"
+    info.mkdir()
+    name = package.replace("_", "-")
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text(entry_points)
+    return site
 
 
 def run_pytest(args: list[str], cwd: Path, timeout: float = 300) -> subprocess.CompletedProcess:

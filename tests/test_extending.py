@@ -12,13 +12,13 @@ import json
 import os
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
 from imgbench.profiles import ProfileError, get_profile
+from tests.conftest import installed_package
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -163,14 +163,7 @@ libraries = ["toyloader"]
 
 
 def _toy_site(root: Path) -> Path:
-    site = root / "site"
-    (site / "toy_imgbench").mkdir(parents=True)
-    (site / "toy_imgbench" / "__init__.py").write_text(textwrap.dedent(ADAPTERS))
-    info = site / "toy_imgbench-0.1.dist-info"
-    info.mkdir()
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: toy-imgbench\nVersion: 0.1\n")
-    (info / "entry_points.txt").write_text(ENTRY_POINTS)
-    return site
+    return installed_package(root, "toy_imgbench", ADAPTERS, ENTRY_POINTS)
 
 
 def test_toy_libraries_of_every_stage_are_collected_verified_and_run(

@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import json
 import os
-import textwrap
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
 from imgbench.harness.allocator import GLIBC_TUNED, AllocatorUnavailableError, allocator
-from tests.conftest import run_pytest
+from tests.conftest import installed_package, run_pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -76,14 +75,11 @@ codecs = ["jpeg", "png"]
 
 @pytest.fixture
 def probe_env(tmp_path: Path) -> dict[str, str]:
-    site = tmp_path / "site"
-    (site / "probe_imgbench").mkdir(parents=True)
-    (site / "probe_imgbench" / "__init__.py").write_text(textwrap.dedent(PROBE))
-    info = site / "probe_imgbench-0.1.dist-info"
-    info.mkdir()
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: probe-imgbench\nVersion: 0.1\n")
-    (info / "entry_points.txt").write_text(
-        "[imgbench.read]\nprobe = probe_imgbench:PROBE\ncrash = probe_imgbench:CRASH\n"
+    site = installed_package(
+        tmp_path,
+        "probe_imgbench",
+        PROBE,
+        "[imgbench.read]\nprobe = probe_imgbench:PROBE\ncrash = probe_imgbench:CRASH\n",
     )
     (tmp_path / "pyproject.toml").write_text(PROFILE)
     return {

@@ -98,19 +98,6 @@ def _timed_round(workload: Workload, latencies: list[float]) -> None:
         latencies.append(clock() - start)
 
 
-def _self_timed_rounds(
-    benchmark: Any, workload: Workload, rounds: int, latencies: list[float]
-) -> None:
-    """Feed a self-timing tool's own durations to pytest-benchmark, so its table and JSON agree."""
-    stats = benchmark._make_stats(1)  # the only way to hand pytest-benchmark external durations
-    for _ in range(rounds):
-        if workload.before_round is not None:
-            workload.before_round()
-        per_item = [float(workload.fn(item)) for item in workload.items]
-        latencies.extend(per_item)
-        stats.update(sum(per_item))
-
-
 MAX_REPEATS = 10_000  # a calibrated round never repeats its items more often than this
 
 
@@ -170,40 +157,8 @@ def plain_rounds(workload: Workload, rounds: int, latencies: list[float]) -> lis
     return samples
 
 
-def benchmark_rounds(benchmark: Any, case: Case) -> RoundTimer:
-    """The timed rounds through pytest-benchmark's ``pedantic``, so its table and JSON agree."""
-
-    def run(workload: Workload, rounds: int, latencies: list[float]) -> list[float]:
-        benchmark.extra_info.update(
-            {
-                "imgbench_case_id": case.case_id,
-                "imgbench_stage": case.stage,
-                "imgbench_library": case.library,
-                "imgbench_variant": case.variant,
-                "imgbench_params": dict(case.params),
-                "images_per_round": workload.images_per_round,
-                "bytes_per_round": workload.bytes_per_round,
-                "megapixels_per_round": workload.megapixels_per_round,
-            }
-        )
-        if workload.self_timed:
-            _self_timed_rounds(benchmark, workload, rounds, latencies)
-        else:
-            benchmark.pedantic(
-                _timed_round,
-                args=(workload, latencies),
-                setup=workload.before_round,
-                rounds=rounds,
-                warmup_rounds=0,
-                iterations=1,
-            )
-        return list(benchmark.stats.stats.data) if benchmark.stats else []
-
-    return run
-
-
-def record_samples(benchmark: Any, case: Case, measurement: Measurement) -> None:
-    """Hand rounds timed elsewhere (a worker process) to pytest-benchmark's table and JSON."""
+def _extra_info(benchmark: Any, case: Case, images: int, nbytes: int, megapixels: float) -> None:
+    """What pytest-benchmark's JSON says about the case, however its rounds were timed."""
     benchmark.extra_info.update(
         {
             "imgbench_case_id": case.case_id,
@@ -211,15 +166,60 @@ def record_samples(benchmark: Any, case: Case, measurement: Measurement) -> None
             "imgbench_library": case.library,
             "imgbench_variant": case.variant,
             "imgbench_params": dict(case.params),
-            "imgbench_process_model": measurement.process_model,
-            "images_per_round": measurement.images_per_round,
-            "bytes_per_round": measurement.bytes_per_round,
-            "megapixels_per_round": measurement.megapixels_per_round,
+            "images_per_round": images,
+            "bytes_per_round": nbytes,
+            "megapixels_per_round": megapixels,
         }
     )
+
+
+def _hand_over(benchmark: Any, samples: list[float]) -> None:
+    """Give round times measured outside ``pedantic`` (a tool's own, a worker's) to
+    pytest-benchmark, so its table and JSON agree with the rows."""
     stats = benchmark._make_stats(1)  # the only way to hand pytest-benchmark external durations
-    for seconds in measurement.samples_s:
+    for seconds in samples:
         stats.update(seconds)
+
+
+def benchmark_rounds(benchmark: Any, case: Case) -> RoundTimer:
+    """The timed rounds through pytest-benchmark's ``pedantic``, so its table and JSON agree."""
+
+    def run(workload: Workload, rounds: int, latencies: list[float]) -> list[float]:
+        _extra_info(
+            benchmark,
+            case,
+            workload.images_per_round,
+            workload.bytes_per_round,
+            workload.megapixels_per_round,
+        )
+        if workload.self_timed:  # a tool that times itself: its durations are the samples
+            samples = plain_rounds(workload, rounds, latencies)
+            _hand_over(benchmark, samples)
+            return samples
+        benchmark.pedantic(
+            _timed_round,
+            args=(workload, latencies),
+            setup=workload.before_round,
+            rounds=rounds,
+            warmup_rounds=0,
+            iterations=1,
+        )
+        return list(benchmark.stats.stats.data) if benchmark.stats else []
+
+    return run
+
+
+def record_samples(benchmark: Any, case: Case, measurement: Measurement) -> None:
+    """Hand rounds timed in a worker process to pytest-benchmark's table and JSON."""
+    _extra_info(
+        benchmark,
+        case,
+        measurement.images_per_round,
+        measurement.bytes_per_round,
+        measurement.megapixels_per_round,
+    )
+    benchmark.extra_info["imgbench_process_model"] = measurement.process_model
+    _hand_over(benchmark, measurement.samples_s)
 
 
 def page_faults() -> tuple[int, int]:
