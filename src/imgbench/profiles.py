@@ -50,6 +50,10 @@ class Profile:
     # so no case inherits another's heap or allocator state; "in-process": the session's process
     process_model: Literal["worker", "in-process"] = "worker"
     allocator: str = "glibc"  # the worker processes' allocator (imgbench.harness.allocator)
+    # rounds timed while a host probe ran slower than this many times the session's fastest are
+    # timed again, within host_budget_s per case (imgbench.harness.host); 0 keeps every round
+    host_max_ratio: float = 1.3
+    host_budget_s: float = 1.0
     # isolated environments `imgbench run` also runs (their own cases only)
     environments: tuple[str, ...] = ()
     # more datasets the stages marked ``extra_datasets`` (readers, loaders) run on, so every codec
@@ -241,6 +245,8 @@ _TOP_LEVEL = {
     "min_round_s",
     "process_model",
     "allocator",
+    "host_max_ratio",
+    "host_budget_s",
     "environments",
     "extra_datasets",
 }

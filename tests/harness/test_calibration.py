@@ -81,3 +81,23 @@ def test_rows_record_the_calibration(tmp_path: Path, tiny_dataset: Path) -> None
     assert raw["round_repeats"] > 1  # sixteen page-cache reads take microseconds
     assert raw["images_per_round"] == 10 * raw["round_repeats"]  # 10 files x passes
     assert rows.loc["lmdb", "images_per_round"] == 10 * rows.loc["lmdb", "round_repeats"]
+
+
+def test_calibration_is_confirmed_when_the_first_pass_was_slow() -> None:
+    """A first pass far slower than the rest (a file's first read) must not leave rounds short."""
+    calls = {"n": 0}
+
+    def first_slow(_: object) -> None:
+        calls["n"] += 1
+        time.sleep(0.01 if calls["n"] <= 2 else 0.0005)
+
+    workload = Workload(items=[0, 1], fn=first_slow, bytes_per_round=2, megapixels_per_round=1.0)
+    warm_start = time.perf_counter()
+    for item in workload.items:  # the warm-up pass: 20 ms, as if one pass were enough
+        first_slow(item)
+    repeats = calibrate(workload, [time.perf_counter() - warm_start], 0.02)
+    assert repeats > 1
+    start = time.perf_counter()
+    for item in workload.items:
+        first_slow(item)
+    assert time.perf_counter() - start >= 0.02 * 0.9

@@ -135,6 +135,9 @@ def test_every_case_runs_in_a_fresh_process_with_the_recorded_environment(
     for s in seen:  # what the row says is what the process had
         assert s["hash_seed"] == "0" and s["malloc"] == GLIBC_TUNED and s["ld_preload"] == ""
     assert (probe["page_faults_minor_per_image"] >= 0).all()
+    for _, row in probe.iterrows():  # every kept round says what the host was doing
+        assert len(row["host_ratios"]) == len(row["samples_s"]) == row["rounds"]
+        assert row["host_probe_reference_s"] > 0 and row["host_max_ratio"] == 1.3
 
 
 def test_a_crashing_case_is_a_failed_row_and_the_next_case_runs(
@@ -197,3 +200,5 @@ def test_calibration_and_run_rows_agree_between_models(tmp_path: Path, tiny_data
     assert worker["case_id"] == here["case_id"]
     assert worker["images_per_round"] % 8 == 0 and here["images_per_round"] % 8 == 0
     assert json.loads(worker["extra_json"])["verified_images"] == 8
+    for row in frames:  # both models time rounds the same way: gated, with the host recorded
+        assert row["host_max_ratio"] == 1.3 and len(row["host_ratios"]) == row["rounds"]

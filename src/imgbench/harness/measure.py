@@ -8,6 +8,10 @@ Rounds are calibrated, as pyperf calibrates loops and pytest-benchmark uses ``mi
 the warm-up, a round that would last less than ``min_round_s`` repeats the items (whole passes)
 until it does, so a round of sixteen 2-microsecond reads times the library, not the clock's and
 the scheduler's grain. ``round_repeats`` in the row says how many passes a round made.
+
+Every timed round is bracketed by host probes (:mod:`imgbench.harness.host`); rounds the host's
+other tenants slowed are timed again, so both process models time rounds the same way and hand
+the kept ones to pytest-benchmark's table and JSON.
 """
 
 from __future__ import annotations
@@ -15,7 +19,6 @@ from __future__ import annotations
 import math
 import resource
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,6 +26,7 @@ import numpy as np
 
 from imgbench.harness.case import Case, Workload
 from imgbench.harness.context import CaseContext
+from imgbench.harness.host import HostGate
 from imgbench.harness.memory import peak_rss_bytes, reset_peak_rss
 from imgbench.harness.threads import ThreadSettings, current_settings, thread_limits
 
@@ -52,6 +56,12 @@ class Measurement:
     page_faults_major_per_image: float | None = None
     process_model: str = "in-process"
     allocator: str | None = None
+    # the host's state during each kept round (imgbench.harness.host): 1.0 = its quietest
+    host_ratios: list[float] = field(default_factory=list)
+    host_rounds_discarded: int = 0
+    host_wait_s: float = 0.0
+    host_reference_s: float = math.inf
+    host_max_ratio: float = 0.0
 
     def metrics(self) -> dict[str, Any]:
         samples = np.asarray(self.samples_s, dtype=float)
@@ -86,6 +96,14 @@ class Measurement:
             "page_faults_major_per_image": self.page_faults_major_per_image,
             "process_model": self.process_model,
             "allocator": self.allocator,
+            "host_ratios": [float(r) for r in self.host_ratios],
+            "host_ratio_median": float(np.median(self.host_ratios)) if self.host_ratios else None,
+            "host_rounds_discarded": self.host_rounds_discarded,
+            "host_wait_s": self.host_wait_s,
+            "host_probe_reference_s": (
+                self.host_reference_s if math.isfinite(self.host_reference_s) else None
+            ),
+            "host_max_ratio": self.host_max_ratio,
         }
 
 
@@ -110,51 +128,108 @@ def round_repeats(pass_s: float, min_round_s: float) -> int:
     return max(1, min(MAX_REPEATS, math.ceil(min_round_s / pass_s)))
 
 
+CONFIRM_ROUNDS = 3  # calibration rounds that may raise the repeats before timing starts
+
+
 def calibrate(workload: Workload, warm_pass_s: list[float], min_round_s: float) -> int:
     """Repeat the workload's items so one round lasts ``min_round_s``; returns the repeats.
 
-    ``warm_pass_s`` are the durations of the untimed passes just run (the fastest counts: a
-    round must not fall short of the minimum on a quick day).
+    ``warm_pass_s`` are the durations of the untimed passes just run. A first pass is often much
+    slower than later ones (a Parquet file's first read took 6x its next), so the repeats are
+    then confirmed, as pyperf does: an untimed calibrated round that still falls short of the
+    minimum raises them, up to ``CONFIRM_ROUNDS`` times.
     """
     if (
         not workload.calibrate
         or workload.self_timed
         or (workload.cache is not None and workload.cache.state == "cold")
+        or min_round_s <= 0
     ):
         return 1
-    if not warm_pass_s:  # no warm-up rounds: one untimed pass tells the cost
-        if workload.before_round is not None:
-            workload.before_round()
-        start = time.perf_counter()
-        _timed_round(workload, [])
-        warm_pass_s = [time.perf_counter() - start]
-    repeats = round_repeats(min(warm_pass_s), min_round_s)
-    if repeats > 1:
-        workload.items = list(workload.items) * repeats
-        workload.bytes_per_round *= repeats
-        workload.megapixels_per_round *= repeats
+    items = list(workload.items)
+    pass_s = min(warm_pass_s) if warm_pass_s else _untimed_round(workload)
+    repeats = round_repeats(pass_s, min_round_s)
+    for _ in range(CONFIRM_ROUNDS):
+        workload.items = items * repeats
+        round_s = _untimed_round(workload)
+        if round_s >= min_round_s or repeats >= MAX_REPEATS:
+            break
+        repeats = min(MAX_REPEATS, max(repeats + 1, math.ceil(repeats * min_round_s / round_s)))
+    workload.items = items * repeats
+    workload.bytes_per_round *= repeats
+    workload.megapixels_per_round *= repeats
     return repeats
 
 
-# Runs the timed rounds of a prepared workload, appending per-item latencies; returns round seconds
-RoundTimer = Callable[[Workload, int, list[float]], list[float]]
+def _untimed_round(workload: Workload) -> float:
+    """Seconds one round of the workload's items takes now (for calibration; not a sample)."""
+    if workload.before_round is not None:
+        workload.before_round()
+    start = time.perf_counter()
+    _timed_round(workload, [])
+    return time.perf_counter() - start
 
 
-def plain_rounds(workload: Workload, rounds: int, latencies: list[float]) -> list[float]:
-    """The timed rounds with ``perf_counter``, no pytest-benchmark: what a worker process runs."""
-    samples: list[float] = []
-    for _ in range(rounds):
-        if workload.before_round is not None:
-            workload.before_round()
-        if workload.self_timed:
-            per_item = [float(workload.fn(item)) for item in workload.items]
-            latencies.extend(per_item)
-            samples.append(sum(per_item))
-            continue
+@dataclass
+class Rounds:
+    """The kept timed rounds of a case, and what the host was doing while they ran."""
+
+    samples_s: list[float]
+    latencies_s: list[float]
+    host_ratios: list[float]  # per kept round: the slower bracketing probe over the fastest
+    discarded: int  # rounds timed while the host was slower than the gate, then thrown away
+    waited_s: float  # time spent waiting for the host's quiet state before the first round
+
+
+MAX_ROUND_FACTOR = 4  # a case never times more than this many times its rounds
+
+
+def _one_round(workload: Workload, gate: HostGate) -> tuple[float, list[float], float]:
+    """One timed round bracketed by host probes: (seconds, per-item latencies, host ratio)."""
+    if workload.before_round is not None:
+        workload.before_round()
+    before = gate.probe()
+    if workload.self_timed:  # a tool that times itself: its durations are the samples
+        latencies = [float(workload.fn(item)) for item in workload.items]
+        seconds = sum(latencies)
+    else:
+        latencies = []
         start = time.perf_counter()
         _timed_round(workload, latencies)
-        samples.append(time.perf_counter() - start)
-    return samples
+        seconds = time.perf_counter() - start
+    after = gate.probe()
+    return seconds, latencies, gate.ratio(max(before, after))
+
+
+def timed_rounds(workload: Workload, rounds: int, gate: HostGate) -> Rounds:
+    """Time ``rounds`` rounds, re-timing those the host slowed (imgbench.harness.host).
+
+    Rounds run while the host was quiet are kept in time order; when the budget runs out first,
+    the least-slowed of the others fill up, and their ratios say so in the row.
+    """
+    waited = gate.wait_for_quiet(gate.budget_s / 2)
+    timed: list[tuple[float, list[float], float]] = []
+    quiet = 0
+    deadline = math.inf
+    while quiet < rounds:
+        if len(timed) >= rounds:
+            if not gate.enabled or len(timed) >= rounds * MAX_ROUND_FACTOR:
+                break
+            if deadline == math.inf:
+                deadline = time.perf_counter() + gate.budget_s / 2
+            elif time.perf_counter() > deadline:
+                break
+        timed.append(_one_round(workload, gate))
+        quiet += gate.quiet(timed[-1][2])
+    order = sorted(range(len(timed)), key=lambda i: (not gate.quiet(timed[i][2]), timed[i][2]))
+    kept = sorted(order[:rounds])
+    return Rounds(
+        samples_s=[timed[i][0] for i in kept],
+        latencies_s=[lat for i in kept for lat in timed[i][1]],
+        host_ratios=[timed[i][2] for i in kept],
+        discarded=len(timed) - len(kept),
+        waited_s=waited,
+    )
 
 
 def _extra_info(benchmark: Any, case: Case, images: int, nbytes: int, megapixels: float) -> None:
@@ -174,43 +249,15 @@ def _extra_info(benchmark: Any, case: Case, images: int, nbytes: int, megapixels
 
 
 def _hand_over(benchmark: Any, samples: list[float]) -> None:
-    """Give round times measured outside ``pedantic`` (a tool's own, a worker's) to
-    pytest-benchmark, so its table and JSON agree with the rows."""
+    """Give round times measured by imgbench (in a worker, or gated here) to pytest-benchmark,
+    so its table and JSON agree with the rows."""
     stats = benchmark._make_stats(1)  # the only way to hand pytest-benchmark external durations
     for seconds in samples:
         stats.update(seconds)
 
 
-def benchmark_rounds(benchmark: Any, case: Case) -> RoundTimer:
-    """The timed rounds through pytest-benchmark's ``pedantic``, so its table and JSON agree."""
-
-    def run(workload: Workload, rounds: int, latencies: list[float]) -> list[float]:
-        _extra_info(
-            benchmark,
-            case,
-            workload.images_per_round,
-            workload.bytes_per_round,
-            workload.megapixels_per_round,
-        )
-        if workload.self_timed:  # a tool that times itself: its durations are the samples
-            samples = plain_rounds(workload, rounds, latencies)
-            _hand_over(benchmark, samples)
-            return samples
-        benchmark.pedantic(
-            _timed_round,
-            args=(workload, latencies),
-            setup=workload.before_round,
-            rounds=rounds,
-            warmup_rounds=0,
-            iterations=1,
-        )
-        return list(benchmark.stats.stats.data) if benchmark.stats else []
-
-    return run
-
-
 def record_samples(benchmark: Any, case: Case, measurement: Measurement) -> None:
-    """Hand rounds timed in a worker process to pytest-benchmark's table and JSON."""
+    """Hand a case's kept rounds to pytest-benchmark's table and JSON."""
     _extra_info(
         benchmark,
         case,
@@ -235,11 +282,12 @@ def measure(
     rounds: int,
     warmup_rounds: int,
     min_round_s: float = 0.0,
+    gate: HostGate | None = None,
 ) -> Measurement:
-    """Prepare the case's workload here, then time it with ``benchmark.pedantic``."""
-    return run_case(
-        case, ctx, rounds, warmup_rounds, min_round_s, benchmark_rounds(benchmark, case)
-    )
+    """Measure the case in this process, then hand its rounds to pytest-benchmark."""
+    measurement = run_case(case, ctx, rounds, warmup_rounds, min_round_s, gate or HostGate())
+    record_samples(benchmark, case, measurement)
+    return measurement
 
 
 def run_case(
@@ -248,7 +296,7 @@ def run_case(
     rounds: int,
     warmup_rounds: int,
     min_round_s: float,
-    time_rounds: RoundTimer,
+    gate: HostGate,
 ) -> Measurement:
     """Prepare the case's workload (untimed), warm up, calibrate, then time ``rounds`` rounds."""
     with thread_limits(case.threads):
@@ -257,7 +305,6 @@ def run_case(
             raise ValueError(f"{case.case_id}: the workload has no items")
         try:
             settings = current_settings()
-            latencies: list[float] = []
             warm_pass_s: list[float] = []
             for _ in range(warmup_rounds):  # untimed: their latencies are dropped
                 if workload.before_round is not None:
@@ -268,20 +315,20 @@ def run_case(
             repeats = calibrate(workload, warm_pass_s, min_round_s)
             reset_peak_rss()
             minor0, major0 = page_faults()
-            samples = time_rounds(workload, rounds, latencies)
+            timed = timed_rounds(workload, rounds, gate)
             minor1, major1 = page_faults()
             peak = peak_rss_bytes()
         finally:
             if workload.close is not None:
                 workload.close()
-    images = max(1, workload.images_per_round * len(samples))
+    images = max(1, workload.images_per_round * (len(timed.samples_s) + timed.discarded))
     return Measurement(
-        samples_s=samples,
-        latencies_s=np.asarray(latencies, dtype=float),
+        samples_s=timed.samples_s,
+        latencies_s=np.asarray(timed.latencies_s, dtype=float),
         images_per_round=workload.images_per_round,
         bytes_per_round=workload.bytes_per_round,
         megapixels_per_round=workload.megapixels_per_round,
-        rounds=len(samples),
+        rounds=len(timed.samples_s),
         warmup_rounds=warmup_rounds,
         threads=settings,
         peak_rss_bytes=peak,
@@ -293,4 +340,9 @@ def run_case(
         min_round_s=min_round_s,
         page_faults_minor_per_image=(minor1 - minor0) / images,
         page_faults_major_per_image=(major1 - major0) / images,
+        host_ratios=timed.host_ratios,
+        host_rounds_discarded=timed.discarded,
+        host_wait_s=timed.waited_s,
+        host_reference_s=gate.reference_s,
+        host_max_ratio=gate.max_ratio,
     )

@@ -9,6 +9,7 @@ every case, so an interrupted session still leaves every finished case readable.
 from __future__ import annotations
 
 import json
+import math
 import os
 import time
 import uuid
@@ -25,6 +26,7 @@ from imgbench.harness.allocator import ALLOCATORS, AllocatorUnavailableError, al
 from imgbench.harness.allocator import current as current_allocator
 from imgbench.harness.case import Case, with_allocator
 from imgbench.harness.context import CaseContext
+from imgbench.harness.host import HostGate
 from imgbench.harness.measure import Measurement, measure, record_samples
 from imgbench.harness.worker import WorkerJob, WorkerServer
 from imgbench.machine import commit_info, dist_version, machine_info
@@ -58,6 +60,7 @@ class SessionState:
     environment: str
     process_model: str  # worker | in-process
     allocator: str  # the worker processes' allocator setting (imgbench.harness.allocator)
+    host_gate: HostGate  # its reference is the fastest host probe seen this session
     secondary: bool = False
     allocator_session: bool = False
     rows: list[dict[str, Any]] = field(default_factory=list)
@@ -95,6 +98,7 @@ class SessionState:
             rounds=self.rounds,
             warmup_rounds=self.warmup_rounds,
             min_round_s=self.min_round_s,
+            host_gate=self.host_gate,
             scratch=str(scratch),
             result_path=str(scratch / "worker-result.pickle"),
         )
@@ -189,6 +193,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=None,
         help="a timed round repeats its items until it lasts this long (default: the profile's)",
     )
+    group.addoption(
+        "--imgbench-host-gate",
+        type=float,
+        default=None,
+        metavar="RATIO",
+        help="time a round again when a host probe beside it ran this many times slower than "
+        "the session's fastest; 0 keeps every round (default: the profile's)",
+    )
     group.addoption("--imgbench-max-images", type=int, default=None, help="images per timed round")
 
 
@@ -228,6 +240,14 @@ def pytest_configure(config: pytest.Config) -> None:
         environment=config.getoption("imgbench_env"),
         process_model=config.getoption("imgbench_process") or profile.process_model,
         allocator=config.getoption("imgbench_allocator") or profile.allocator,
+        host_gate=HostGate(
+            max_ratio=(
+                profile.host_max_ratio
+                if config.getoption("imgbench_host_gate") is None
+                else config.getoption("imgbench_host_gate")
+            ),
+            budget_s=profile.host_budget_s,
+        ),
         secondary=bool(config.getoption("imgbench_secondary")),
         allocator_session=bool(config.getoption("imgbench_allocator_session")),
     )
@@ -276,6 +296,8 @@ class Harness:
             pytest.skip(reason)
         ctx = self._state.context()
         state = self._state
+        if not math.isfinite(state.host_gate.reference_s):
+            state.host_gate.calibrate()  # the host's fast state, before the session's first case
         if state.uses_worker(case):
             outcome = state.server().run(state.job(case, ctx))
             if outcome.status == "skipped":
@@ -283,6 +305,7 @@ class Harness:
             if outcome.status != "ok":
                 pytest.fail(outcome.reason or "failed in the worker", pytrace=False)
             result: Measurement = outcome.measurement
+            state.host_gate.reference_s = min(state.host_gate.reference_s, result.host_reference_s)
             record_samples(self._benchmark, case, result)
         else:
             if state.allocator_session and current_allocator() != state.allocator:
@@ -291,7 +314,13 @@ class Harness:
                     f"{state.allocator} (`imgbench run` starts allocator sessions under theirs)"
                 )
             result = measure(
-                self._benchmark, case, ctx, state.rounds, state.warmup_rounds, state.min_round_s
+                self._benchmark,
+                case,
+                ctx,
+                state.rounds,
+                state.warmup_rounds,
+                state.min_round_s,
+                state.host_gate,
             )
             result.allocator = current_allocator()
         self._item.stash[MEASUREMENT_KEY] = result

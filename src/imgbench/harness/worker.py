@@ -30,6 +30,7 @@ from typing import IO, Any
 
 from imgbench.errors import one_line
 from imgbench.harness.allocator import Allocator, environment_for
+from imgbench.harness.host import HostGate
 
 # Imported by the server before any fork: libraries that are safe to fork after import. pyvips is
 # not among them (its thread pool deadlocks in a forked child); it is imported by its cases.
@@ -76,6 +77,7 @@ class WorkerJob:
     rounds: int
     warmup_rounds: int
     min_round_s: float
+    host_gate: HostGate  # its reference carries the session's fastest probe so far
     scratch: str
     result_path: str
 
@@ -96,7 +98,7 @@ def run_job(job: WorkerJob) -> WorkerOutcome:
     from imgbench.harness.allocator import current
     from imgbench.harness.case import with_allocator
     from imgbench.harness.context import CaseContext
-    from imgbench.harness.measure import plain_rounds, run_case
+    from imgbench.harness.measure import run_case
     from imgbench.profiles import get_profile
     from imgbench.stages import stage_cases
 
@@ -120,7 +122,7 @@ def run_job(job: WorkerJob) -> WorkerOutcome:
             _scratch=Path(job.scratch),
         )
         measurement = run_case(
-            case, ctx, job.rounds, job.warmup_rounds, job.min_round_s, plain_rounds
+            case, ctx, job.rounds, job.warmup_rounds, job.min_round_s, job.host_gate
         )
     except pytest.skip.Exception as exc:
         return WorkerOutcome("skipped", str(exc.msg))

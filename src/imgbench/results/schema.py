@@ -91,6 +91,26 @@ _FIELDS: list[tuple[str, pa.DataType, str]] = [
         "minor page faults of the measuring process per timed image (memory given back, refaulted)",
     ),
     ("page_faults_major_per_image", pa.float64(), "major page faults per timed image"),
+    # the host while the rounds ran (imgbench.harness.host)
+    (
+        "host_ratios",
+        pa.list_(pa.float64()),
+        "per kept round (aligned with samples_s): the slower host probe beside it over the "
+        "session's fastest probe; 1.0 = the host at its quietest",
+    ),
+    ("host_ratio_median", pa.float64(), "median of host_ratios"),
+    (
+        "host_rounds_discarded",
+        pa.int32(),
+        "rounds timed while the host ran slower than host_max_ratio, timed again and dropped",
+    ),
+    ("host_wait_s", pa.float64(), "seconds waited for the host's quiet state before the rounds"),
+    ("host_probe_reference_s", pa.float64(), "the session's fastest host probe, seconds"),
+    (
+        "host_max_ratio",
+        pa.float64(),
+        "the gate: rounds above this host ratio were re-timed; 0 = off",
+    ),
     # work per round
     ("images_per_round", pa.int64(), "images each timed call processed"),
     ("bytes_per_round", pa.int64(), "input bytes each timed call processed"),

@@ -1,0 +1,66 @@
+"""The host gate: rounds the host slowed are timed again, and the row says what the host did."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from imgbench.harness.case import Workload
+from imgbench.harness.host import HostGate, probe_s
+from imgbench.harness.measure import MAX_ROUND_FACTOR, timed_rounds
+
+
+class ScriptedGate(HostGate):
+    """A gate whose probes return a script of seconds, then its last one (the reference is 1.0)."""
+
+    def __init__(self, probes: list[float], **kwargs: float) -> None:
+        super().__init__(reference_s=1.0, **kwargs)
+        self._probes: Iterator[float] = iter(probes)
+        self._last = probes[-1]
+
+    def probe(self) -> float:
+        seconds = self._last = next(self._probes, self._last)
+        self.reference_s = min(self.reference_s, seconds)
+        return seconds
+
+
+def _counting(items: int = 2) -> Workload:
+    return Workload(items=list(range(items)), fn=lambda _: None)
+
+
+def test_probe_is_a_short_positive_time() -> None:
+    seconds = probe_s()
+    assert 0 < seconds < 0.5
+
+
+def test_rounds_the_host_slowed_are_timed_again_and_dropped() -> None:
+    # wait probe quiet; then (before, after) per round: round 2 is slow after, round 3 before
+    probes = [1.0] + [1.0, 1.0, 1.0, 2.0, 1.9, 1.0] + [1.0] * 20
+    gate = ScriptedGate(probes, max_ratio=1.3, budget_s=5.0)
+    timed = timed_rounds(_counting(), 3, gate)
+    assert len(timed.samples_s) == 3
+    assert timed.discarded == 2
+    assert all(r <= 1.3 for r in timed.host_ratios)
+    assert len(timed.latencies_s) == 3 * 2  # the dropped rounds' latencies are dropped too
+
+
+def test_when_the_host_never_quiets_the_least_slowed_rounds_are_kept() -> None:
+    slow = [2.0, 1.6, 1.8, 1.5] * 10_000
+    gate = ScriptedGate(slow, max_ratio=1.3, budget_s=0.2)
+    timed = timed_rounds(_counting(), 2, gate)
+    assert timed.discarded == 2 * MAX_ROUND_FACTOR - 2  # it gave up at the attempt cap
+    assert len(timed.host_ratios) == 2 and min(timed.host_ratios) > 1.3
+    assert max(timed.host_ratios) <= 1.8  # the two least-slowed rounds, not the first two
+
+
+def test_a_disabled_gate_keeps_every_round_and_records_ratios() -> None:
+    gate = ScriptedGate([2.0] * 40, max_ratio=0.0)
+    timed = timed_rounds(_counting(), 4, gate)
+    assert timed.discarded == 0 and timed.waited_s == 0.0
+    assert len(timed.host_ratios) == 4
+
+
+@pytest.mark.parametrize("ratio,quiet", [(1.0, True), (1.29, True), (1.31, False)])
+def test_quiet_is_the_ratio_against_the_gate(ratio: float, quiet: bool) -> None:
+    assert HostGate(max_ratio=1.3).quiet(ratio) is quiet
