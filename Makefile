@@ -8,9 +8,10 @@ NAME ?= $(PROFILE)
 # Debian packages: libturbojpeg0 (PyTurboJPEG, jpeg4py), libjpeg-turbo-progs (tjbench, the native
 # ceiling), chromium (the dashboard's real-browser test), libjpeg62-turbo-dev zlib1g-dev libpng-dev
 # libwebp-dev libtiff-dev (to compile pillow-simd, with WebP and TIFF, in its own environment),
-# libjemalloc2 libtcmalloc-minimal4 (the allocator dimension: LD_PRELOAD in worker processes)
+# libjemalloc2 libtcmalloc-minimal4 (the allocator dimension: LD_PRELOAD in worker processes),
+# valgrind (instruction counts under callgrind: --imgbench-measure=instructions, the regression gate)
 APT_PACKAGES ?= libturbojpeg0 libjpeg-turbo-progs chromium libjpeg62-turbo-dev zlib1g-dev libpng-dev \
-  libwebp-dev libtiff-dev libjemalloc2 libtcmalloc-minimal4
+  libwebp-dev libtiff-dev libjemalloc2 libtcmalloc-minimal4 valgrind
 EXTRAS ?= all
 STAMP := $(VENV)/.imgbench-installed
 # the tensorflow environment (tf.data, Keras, TensorFlow's decoders), tested by make test

@@ -109,3 +109,16 @@ def test_allocator_sessions_thin_the_plan_and_name_the_allocator_in_case_ids() -
     )
     main_ids = {c.case_id for c in stage_cases("read", get_profile("default"))}
     assert not main_ids & {c.case_id for c in reads}
+
+
+def test_counting_instructions_runs_the_main_environment_without_allocator_sessions() -> None:
+    sessions = plan_sessions(get_profile("default"), BENCHES, "gate", measure="instructions")
+    assert [s.save_name for s in sessions] == ["gate", "gate-real-sample"]
+    assert all(s.environment == "main" and s.allocator is None for s in sessions)
+    args = sessions[0].args("python", get_profile("default"), Path("out"), None)
+    assert "--imgbench-measure=instructions" in args
+    wall = plan_sessions(get_profile("quick"), BENCHES, "w")[0]
+    assert not any(
+        a.startswith("--imgbench-measure")
+        for a in wall.args("p", get_profile("quick"), Path("o"), None)
+    )

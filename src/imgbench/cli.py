@@ -86,6 +86,13 @@ def run(
             help="also run the profile's isolated environments (built if missing)",
         ),
     ] = True,
+    measure: Annotated[
+        str,
+        typer.Option(
+            help="wall: timed rounds | instructions: one pass per CPU-bound case counted under "
+            "valgrind's callgrind (deterministic; the regression gate's measure)"
+        ),
+    ] = "wall",
     pytest_args: Annotated[
         list[str] | None, typer.Argument(help="more pytest arguments, after --")
     ] = None,
@@ -106,7 +113,11 @@ def run(
             benches = benches_dir()
         except FileNotFoundError as exc:
             raise fail(str(exc)) from None
-    sessions = plan_sessions(chosen, benches, name or profile, dataset, env_name, with_envs)
+    if measure not in ("wall", "instructions"):
+        raise fail(f"--measure must be wall or instructions, not {measure!r}")
+    sessions = plan_sessions(
+        chosen, benches, name or profile, dataset, env_name, with_envs, measure=measure
+    )
     started = time.time()
     group = f"{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime(started))}-{name or profile}"
     child_env = {**os.environ, "IMGBENCH_RUN_GROUP": group}

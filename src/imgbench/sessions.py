@@ -9,7 +9,7 @@ Each session writes its own parquet file; they share the run name.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from imgbench.profiles import Profile
@@ -24,6 +24,9 @@ class Session:
     secondary: bool = False  # one of the profile's extra datasets
     allocator: str | None = (
         None  # an allocator session: the profile's allocator_plans, this allocator
+    )
+    measure: str = (
+        "wall"  # or "instructions": counted under callgrind (imgbench.harness.instructions)
     )
 
     def process_env(self, base: dict[str, str]) -> dict[str, str]:
@@ -61,6 +64,8 @@ class Session:
             args.append("--imgbench-secondary")
         if self.allocator:
             args += [f"--imgbench-allocator={self.allocator}", "--imgbench-allocator-session"]
+        if self.measure != "wall":
+            args.append(f"--imgbench-measure={self.measure}")
         if keyword:
             args += ["-k", keyword]
         return args
@@ -73,8 +78,17 @@ def plan_sessions(
     dataset: str | None = None,
     environment: str | None = None,
     with_environments: bool = True,
+    measure: str = "wall",
 ) -> list[Session]:
-    """Sessions in order: main first, then each isolated environment; primary dataset first."""
+    """Sessions in order: main first, then each isolated environment; primary dataset first.
+
+    Counting instructions runs the main environment's sessions only, without allocator sessions:
+    an instruction count does not depend on the allocator's page faults, and the isolated
+    environments do not carry valgrind's hooks.
+    """
+    if measure != "wall":
+        main = plan_sessions(profile, benches, name, dataset, "main", False)
+        return [replace(s, measure=measure) for s in main if s.allocator is None]
     if environment is not None:
         environments = [environment]
     else:

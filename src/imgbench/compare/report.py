@@ -26,6 +26,8 @@ from imgbench.compare.stats import (
 )
 
 PRIMARY_METRIC = "images_per_s_median"
+# shown for every case: its throughput (wall rows) or its instruction count (counted rows)
+PRIMARY_METRICS = (PRIMARY_METRIC, "instructions_per_image")
 # the same round times as images/s, scaled: shown only with --all / in the details
 TWINS = ("mb_per_s_median", "megapixels_per_s_median")
 # metric -> (short label with unit, scale of the shown value)
@@ -37,6 +39,7 @@ _UNITS = {
     "latency_ms_p90": ("latency p90 ms", 1.0),
     "latency_ms_p99": ("latency p99 ms", 1.0),
     "peak_rss_bytes": ("peak RSS MB", 1e-6),
+    "instructions_per_image": ("instructions/image", 1.0),
 }
 
 
@@ -96,10 +99,10 @@ def _shown_rows(result: ComparisonResult, everything: bool) -> pd.DataFrame:
             & rows["gating"].astype(bool)
             & ~rows["metric"].isin(TWINS)
         )
-        rows = rows[(rows["metric"] == PRIMARY_METRIC) | moved]
+        rows = rows[rows["metric"].isin(PRIMARY_METRICS) | moved]
     order = {REGRESSED: 0, IMPROVED: 1, UNCHANGED: 2}
     rows = rows.assign(
-        _order=rows["verdict"].map(order) + (~rows["gating"].astype(bool)) * 0.5,
+        _order=rows["verdict"].map(order).astype(float) + (~rows["gating"].astype(bool)) * 0.5,
     )
     return rows.sort_values(["_order", "case_id", "metric"]).drop(columns="_order")
 

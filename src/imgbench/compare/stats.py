@@ -52,6 +52,10 @@ REGRESSED, IMPROVED, UNCHANGED = "regressed", "improved", "unchanged"
 METHOD_TEST = "mann-whitney"  # on the rounds of one run per side (or of too few runs)
 METHOD_RUNS = "run medians: permutation / welch t on logs"
 METHOD_THRESHOLD = "threshold only (one value per run, no raw samples)"
+METHOD_COUNT = "deterministic count: threshold on the runs' median"
+# metrics that do not scatter (instructions under callgrind repeat within 0.005%): no test, the
+# threshold alone decides, whatever the number of runs
+DETERMINISTIC = frozenset({"instructions_per_image"})
 
 
 class CompareInputError(ValueError):
@@ -262,8 +266,9 @@ def side_cases(frame: pd.DataFrame, metrics: tuple[str, ...]) -> dict[str, SideC
             recorded = recorded[recorded > 0]
             if len(recorded):
                 values[metric] = float(recorded.median())
-                if metric not in per_run:  # one value per run (latency, memory): the runs are
-                    per_run[metric] = recorded.to_numpy(dtype=float)  # the samples
+                if metric not in per_run and metric not in DETERMINISTIC:
+                    # one value per run (latency, memory): the runs are the samples
+                    per_run[metric] = recorded.to_numpy(dtype=float)
         stage = rows["stage"].dropna()
         cases[str(case_id)] = SideCase(
             case_id=str(case_id),
@@ -411,7 +416,7 @@ def compare_cases(
                 tested.append(row)
             elif metric in b.values and metric in c.values:
                 row.update(
-                    method=METHOD_THRESHOLD,
+                    method=METHOD_COUNT if metric in DETERMINISTIC else METHOD_THRESHOLD,
                     n_baseline=b.runs,
                     n_candidate=c.runs,
                     baseline=b.values[metric],
@@ -511,6 +516,14 @@ def compare_frames(
         warnings.append(
             f"{', '.join(names)}: one value per run, no raw samples; judged by the threshold "
             "alone (no significance test)"
+        )
+    counted = rows["method"] == METHOD_COUNT if len(rows) else pd.Series(dtype=bool)
+    if counted.any():
+        threshold = config.metric_thresholds.get("instructions_per_image", config.threshold)
+        warnings.append(
+            f"{rows.loc[counted, 'case_id'].nunique()} case(s) compared on instructions per image "
+            f"(callgrind; repeat within 0.005% here): regressed = grew more than the threshold "
+            f"({threshold:.0%} by default), no test needed"
         )
     on_rounds = rows["method"] == METHOD_TEST if len(rows) else pd.Series(dtype=bool)
     if on_rounds.any():

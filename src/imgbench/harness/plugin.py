@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 
 from imgbench.errors import one_line
+from imgbench.harness import instructions
 from imgbench.harness.allocator import ALLOCATORS, AllocatorUnavailableError, allocator
 from imgbench.harness.allocator import current as current_allocator
 from imgbench.harness.case import Case, with_allocator
@@ -61,6 +62,8 @@ class SessionState:
     process_model: str  # worker | in-process
     allocator: str  # the worker processes' allocator setting (imgbench.harness.allocator)
     host_gate: HostGate  # its reference is the fastest host probe seen this session
+    measure: str = "wall"  # or "instructions": counted under callgrind in the worker server
+    preload: tuple[str, ...] = ()  # modules the collected cases require: the server imports them
     secondary: bool = False
     allocator_session: bool = False
     rows: list[dict[str, Any]] = field(default_factory=list)
@@ -70,9 +73,9 @@ class SessionState:
 
     def uses_worker(self, case: Case) -> bool:
         """Worker processes rebuild a case from its registered stage; others run here."""
-        if self.process_model != "worker" or case.stage not in {s.name for s in STAGES}:
+        if case.stage not in {s.name for s in STAGES} or not get_stage(case.stage).worker:
             return False
-        return get_stage(case.stage).worker
+        return self.process_model == "worker" or self.measure == "instructions"
 
     def server(self) -> WorkerServer:
         """The session's worker server, started on first use with the chosen allocator."""
@@ -81,7 +84,16 @@ class SessionState:
                 chosen = allocator(self.allocator)
             except AllocatorUnavailableError as exc:
                 pytest.skip(str(exc))
-            self._server = WorkerServer(chosen, self.dataset_spec or self.profile.dataset)
+            self._server = WorkerServer(
+                chosen,
+                self.dataset_spec or self.profile.dataset,
+                callgrind_dir=(
+                    self.context().scratch_dir() / "callgrind"
+                    if self.measure == "instructions"
+                    else None
+                ),
+                preload=self.preload,
+            )
         return self._server
 
     def job(self, case: Case, ctx: CaseContext) -> WorkerJob:
@@ -101,6 +113,7 @@ class SessionState:
             host_gate=self.host_gate,
             scratch=str(scratch),
             result_path=str(scratch / "worker-result.pickle"),
+            measure=self.measure,
         )
 
     @property
@@ -201,6 +214,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="time a round again when a host probe beside it ran this many times slower than "
         "the session's fastest; 0 keeps every round (default: the profile's)",
     )
+    group.addoption(
+        "--imgbench-measure",
+        choices=("wall", "instructions"),
+        default="wall",
+        help="wall: timed rounds; instructions: one pass per case counted under valgrind's "
+        "callgrind (deterministic; CPU-bound single-thread cases only, others are skipped)",
+    )
     group.addoption("--imgbench-max-images", type=int, default=None, help="images per timed round")
 
 
@@ -248,6 +268,7 @@ def pytest_configure(config: pytest.Config) -> None:
             ),
             budget_s=profile.host_budget_s,
         ),
+        measure=config.getoption("imgbench_measure"),
         secondary=bool(config.getoption("imgbench_secondary")),
         allocator_session=bool(config.getoption("imgbench_allocator_session")),
     )
@@ -296,6 +317,10 @@ class Harness:
             pytest.skip(reason)
         ctx = self._state.context()
         state = self._state
+        if state.measure == "instructions":
+            why = instructions.unsupported(case) or instructions.valgrind_missing()
+            if why:
+                pytest.skip(f"instructions: {why}")
         if not math.isfinite(state.host_gate.reference_s):
             state.host_gate.calibrate()  # the host's fast state, before the session's first case
         if state.uses_worker(case):
@@ -442,6 +467,20 @@ def build_row(
             extra_json=json.dumps({"timer": measurement.timer, **measurement.extra}, default=str),
         )
     return row
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """The worker server preloads what the selected cases require, not every library."""
+    state = session.config.stash.get(STATE_KEY, None)
+    if state is None:
+        return
+    required: set[str] = set()
+    for item in session.items:
+        callspec = getattr(item, "callspec", None)
+        case = callspec.params.get("imgbench_case") if callspec is not None else None
+        if isinstance(case, Case):
+            required.update(case.requires)
+    state.preload = tuple(sorted(required))
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:

@@ -2,7 +2,7 @@
 
 The pytest session is the runner: it plans cases and writes rows. A *server* process starts once
 per session with a controlled environment (the allocator setting, ``PYTHONHASHSEED``), imports
-the libraries every case may need (``PRELOAD``) and then never runs a case itself: for each case
+the libraries the session's cases require (``preload_modules``) and then never runs a case itself: for each case
 it forks a child, which rebuilds the case from its id, prepares, warms up, calibrates and times
 it, and hands back a :class:`~imgbench.harness.measure.Measurement`. Every case therefore starts
 from the same process state, a copy of the pristine server, whatever ran before it: no heap, no
@@ -32,21 +32,12 @@ from imgbench.errors import one_line
 from imgbench.harness.allocator import Allocator, environment_for
 from imgbench.harness.host import HostGate
 
-# Imported by the server before any fork: libraries that are safe to fork after import. pyvips is
-# not among them (its thread pool deadlocks in a forked child); it is imported by its cases.
-PRELOAD = (
+# Imported by the server before any fork, besides the modules the session's cases require (their
+# ``requires``): what every case uses. Modules that are not safe to fork after import are never
+# preloaded (pyvips: its thread pool deadlocks in a forked child); their cases import them.
+CORE_PRELOAD = (
     "numpy",
     "PIL.Image",
-    "cv2",
-    "torch",
-    "torchvision",
-    "kornia",
-    "albumentations",
-    "simplejpeg",
-    "imagecodecs",
-    "lmdb",
-    "h5py",
-    "pyarrow.parquet",
     "pytest",
     "imgbench.harness.measure",
     "imgbench.stages",
@@ -56,6 +47,7 @@ PRELOAD = (
     "imgbench.augment.verify",
     "imgbench.formats.cases",
 )
+FORK_UNSAFE = frozenset({"pyvips"})
 HASH_SEED = "0"
 _DATASETS: dict[str, Any] = {}  # loaded by the server before any fork (0.5 s each, not per case)
 CASE_TIMEOUT_S = 3600.0  # a case that has not finished by then is killed with its worker
@@ -80,6 +72,7 @@ class WorkerJob:
     host_gate: HostGate  # its reference carries the session's fastest probe so far
     scratch: str
     result_path: str
+    measure: str = "wall"  # or "instructions": the server runs under callgrind
 
 
 @dataclass
@@ -122,7 +115,15 @@ def run_job(job: WorkerJob) -> WorkerOutcome:
             _scratch=Path(job.scratch),
         )
         measurement = run_case(
-            case, ctx, job.rounds, job.warmup_rounds, job.min_round_s, job.host_gate
+            case,
+            ctx,
+            job.rounds,
+            job.warmup_rounds,
+            job.min_round_s,
+            job.host_gate,
+            instructions_dir=(
+                Path(job.scratch) / "callgrind" if job.measure == "instructions" else None
+            ),
         )
     except pytest.skip.Exception as exc:
         return WorkerOutcome("skipped", str(exc.msg))
@@ -168,12 +169,12 @@ def _write_message(stream: IO[bytes], value: Any) -> None:
     stream.flush()
 
 
-def serve(dataset: str | None = None) -> None:
-    """The server: import PRELOAD and load the dataset once, then fork a child per job until
-    stdin closes."""
+def serve(dataset: str | None = None, preload: tuple[str, ...] = ()) -> None:
+    """The server: import the preloads and load the dataset once, then fork a child per job
+    until stdin closes."""
     import importlib
 
-    for module in PRELOAD:
+    for module in preload_modules(preload):
         with contextlib.suppress(Exception):  # a missing library's cases skip with the reason
             importlib.import_module(module)
     if dataset:
@@ -190,25 +191,49 @@ def serve(dataset: str | None = None) -> None:
         _write_message(replies, status)
 
 
+def preload_modules(required: tuple[str, ...]) -> list[str]:
+    """What the server imports: the core, then the cases' requirements that survive a fork."""
+    extra = sorted({m for m in required if m.split(".")[0] not in FORK_UNSAFE})
+    return [*CORE_PRELOAD, *(m for m in extra if m not in CORE_PRELOAD)]
+
+
 # -- the runner side -------------------------------------------------------------------------------
 class WorkerServer:
     """The session's server process: started on first use, stopped with the session."""
 
-    def __init__(self, allocator: Allocator, dataset: str | None = None) -> None:
+    def __init__(
+        self,
+        allocator: Allocator,
+        dataset: str | None = None,
+        callgrind_dir: Path | None = None,
+        preload: tuple[str, ...] = (),
+    ) -> None:
         self.allocator = allocator
         self.dataset = dataset
+        self.preload = preload  # modules the session's cases require
+        self.callgrind_dir = callgrind_dir  # set: the server runs under callgrind, counting
         self._process: subprocess.Popen[bytes] | None = None
 
     def _start(self) -> subprocess.Popen[bytes]:
         if self._process is None or self._process.poll() is not None:
             env = environment_for(dict(os.environ), self.allocator)
             env["PYTHONHASHSEED"] = HASH_SEED
+            prefix: list[str] = []
+            if self.callgrind_dir is not None:
+                from imgbench.harness.instructions import valgrind_command
+
+                self.callgrind_dir.mkdir(parents=True, exist_ok=True)
+                prefix = valgrind_command(self.callgrind_dir)
+                env["CODSPEED_ENV"] = "1"  # pytest-codspeed's hooks refuse to load without it
             self._process = subprocess.Popen(
                 [
+                    *prefix,
                     sys.executable,
                     "-c",
-                    "import sys; from imgbench.harness.worker import serve; serve(sys.argv[1])",
+                    "import sys; from imgbench.harness.worker import serve; "
+                    "serve(sys.argv[1], tuple(filter(None, sys.argv[2].split(','))))",
                     self.dataset or "",
+                    ",".join(self.preload),
                 ],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,

@@ -91,6 +91,24 @@ _FIELDS: list[tuple[str, pa.DataType, str]] = [
         "minor page faults of the measuring process per timed image (memory given back, refaulted)",
     ),
     ("page_faults_major_per_image", pa.float64(), "major page faults per timed image"),
+    # what was measured
+    (
+        "measure",
+        pa.string(),
+        "wall: timed rounds (the throughput columns) | instructions: one pass counted under "
+        "callgrind (instructions_per_image; no timed rounds)",
+    ),
+    (
+        "instructions_per_image",
+        pa.float64(),
+        "instructions executed per image, counted by valgrind's callgrind (measure=instructions)",
+    ),
+    (
+        "estimated_cycles_per_image",
+        pa.float64(),
+        "callgrind's cache-simulated estimate: (Ir + 10 L1 misses + 100 LL misses) / images; "
+        "information, not gated",
+    ),
     # the host while the rounds ran (imgbench.harness.host)
     (
         "host_ratios",
@@ -155,6 +173,7 @@ HIGHER_IS_BETTER = {
     "latency_ms_p90": False,
     "latency_ms_p99": False,
     "peak_rss_bytes": False,
+    "instructions_per_image": False,
 }
 
 

@@ -1,0 +1,142 @@
+"""Instruction counts under callgrind: parsed, deterministic, and a gate that sees 25% more work."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from typer.testing import CliRunner
+
+from imgbench.cli import app
+from imgbench.harness.case import Case, Workload
+from imgbench.harness.instructions import parse_dump, unsupported, valgrind_missing
+from imgbench.harness.knob import EXTRA_WORK_ENV, extra_work_for, with_extra_work
+
+ROOT = Path(__file__).resolve().parents[2]
+
+DUMP = """# callgrind format
+version: 1
+creator: callgrind-3.19.0
+pid: 7688
+cmd:  python t2.py
+part: 1
+desc: Trigger: Client Request: read/pillow/x
+events: Ir Dr Dw I1mr D1mr D1mw ILmr DLmr DLmw
+summary: 0
+totals: 57485 20000 10000 30 40 50 5 6 7
+fl= (1)
+"""
+
+
+def _case(stage: str = "read", threads: int | None = 1, **params: object) -> Case:
+    return Case(
+        stage=stage,
+        library="x",
+        variant="y",
+        prepare=lambda ctx, case: Workload(items=[1], fn=lambda _: None),
+        params={"threads": threads, **params},
+    )
+
+
+def test_a_dump_gives_instructions_and_the_cycle_estimate(tmp_path: Path) -> None:
+    path = tmp_path / "callgrind.7688.1"
+    path.write_text(DUMP)
+    counts = parse_dump(path)
+    assert counts.instructions == 57485
+    assert counts.estimated_cycles == 57485 + 10 * (30 + 40 + 50) + 100 * (5 + 6 + 7)
+    ir_only = DUMP.replace("events: Ir Dr Dw I1mr D1mr D1mw ILmr DLmr DLmw", "events: Ir")
+    path.write_text(ir_only.replace("totals: 57485 20000 10000 30 40 50 5 6 7", "totals: 57485"))
+    assert parse_dump(path).estimated_cycles is None
+    path.write_text("not a dump\n")
+    with pytest.raises(RuntimeError, match="not a callgrind dump"):
+        parse_dump(path)
+
+
+def test_cases_whose_work_is_not_their_instructions_say_why() -> None:
+    assert unsupported(_case(mode="memory")) is None
+    assert "loaders" in (unsupported(_case(stage="loader")) or "")
+    assert "threads" in (unsupported(_case(threads=None, mode="memory")) or "")
+    assert "disk" in (unsupported(_case(mode="disk")) or "")
+    assert "disk" in (unsupported(_case(cache_state="cold")) or "")
+    assert "writes" in (unsupported(_case(threads=None, mode="write")) or "")
+
+
+def test_the_knob_adds_the_fraction_of_real_calls() -> None:
+    assert extra_work_for("read/pillow/open[a]", "read/pillow/*=0.25") == 0.25
+    assert extra_work_for("read/opencv/x", "read/pillow/*=0.25") == 0.0
+    assert extra_work_for("read/opencv/x", "") == 0.0
+    calls: list[int] = []
+    heavier = with_extra_work(calls.append, 0.25)
+    for i in range(8):
+        heavier(i)
+    assert len(calls) == 10  # 8 items + 2 extra: 25% more of the same work
+    with pytest.raises(ValueError, match="PATTERN=FRACTION"):
+        extra_work_for("x", "0.1")
+
+
+def _session(results: Path, dataset: Path, extra_work: str = "") -> pd.DataFrame:
+    env = dict(os.environ, NO_ALBUMENTATIONS_UPDATE="1")
+    env[EXTRA_WORK_ENV] = extra_work
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-p",
+            "no:cacheprovider",
+            "-q",
+            str(ROOT / "benches" / "bench_readers.py"),
+            "--imgbench-profile=quick",
+            f"--dataset={dataset}",
+            f"--imgbench-results={results}",
+            "--imgbench-measure=instructions",
+            "-k",
+            "jpeg and (pillow or imdecode-rgb)",
+        ],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-2000:]
+    (path,) = results.glob("*.parquet")
+    return pd.read_parquet(path).set_index("library")
+
+
+@pytest.mark.skipif(valgrind_missing() is not None, reason=str(valgrind_missing()))
+def test_counts_repeat_and_the_gate_names_the_case_that_did_more_work(
+    tmp_path: Path, tiny_dataset: Path
+) -> None:
+    base = _session(tmp_path / "base", tiny_dataset)
+    head = _session(tmp_path / "head", tiny_dataset, "read/pillow/*=0.25")
+    for rows in (base, head):
+        assert set(rows["status"]) == {"ok"} and set(rows["measure"]) == {"instructions"}
+        assert rows["images_per_s_median"].isna().all()  # no timed rounds, no throughput
+        assert (rows["instructions_per_image"] > 10_000).all()
+        assert (rows["estimated_cycles_per_image"] >= rows["instructions_per_image"]).all()
+    # a different process, the same count; 25% more decodes, 25% more instructions
+    assert head.loc["opencv", "instructions_per_image"] == pytest.approx(
+        base.loc["opencv", "instructions_per_image"], rel=0.002
+    )
+    ratio = (
+        head.loc["pillow", "instructions_per_image"] / base.loc["pillow", "instructions_per_image"]
+    )
+    assert 1.2 < ratio < 1.35  # two more decodes of eight (the 4th and 8th: larger images)
+    assert '"injected_extra_work": 0.25' in head.loc["pillow", "extra_json"]
+
+    runner = CliRunner()
+    report = tmp_path / "report.json"
+    found = runner.invoke(
+        app, ["compare", str(tmp_path / "base"), str(tmp_path / "head"), "--json", str(report)]
+    )
+    assert found.exit_code == 1, found.output[-2000:]
+    assert "regressed" in found.output and "read/pillow/open-convert" in found.output
+    assert "read/opencv" not in found.output.split("regressed")[-1]
+    assert "instructions_per_image" in report.read_text()
+    same = runner.invoke(app, ["compare", str(tmp_path / "base"), str(tmp_path / "base")])
+    assert same.exit_code == 0, same.output[-2000:]
