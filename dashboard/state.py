@@ -37,8 +37,15 @@ class View:
     selections: dict[str, list[str]] = field(default_factory=dict)
 
     def ok(self, stage: str | None = None) -> pd.DataFrame:
-        """Rows that measured something, optionally of one stage."""
-        rows = self.frame[self.frame["status"] == "ok"]
+        """Rows that measured throughput, optionally of one stage (instruction counts, which
+        have none, are compared on the Compare page and by `imgbench compare`)."""
+        measure = self.frame["measure"] if "measure" in self.frame else None
+        timed = (
+            measure.fillna("wall").astype(str) != "instructions"
+            if measure is not None
+            else pd.Series(True, index=self.frame.index)
+        )
+        rows = self.frame[(self.frame["status"] == "ok") & timed]
         return rows if stage is None else rows[rows["stage"] == stage]
 
     def without(self, *names: str) -> pd.DataFrame:

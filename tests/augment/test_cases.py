@@ -100,3 +100,22 @@ def test_prepared_batch_pipeline(ctx: CaseContext) -> None:
     (out, *_) = _run(workload)
     assert tuple(out.shape) == (32, 3, spec.SIZE, spec.SIZE) and out.is_contiguous()
     assert workload.extra["agreement"] == "pass (shape/dtype/range)"
+
+
+def test_a_time_budget_cuts_timed_inputs_but_never_a_counted_pass(tiny_dataset: Path) -> None:
+    """Under callgrind a case must count the same inputs on every machine: no wall-time cut."""
+    from dataclasses import replace
+
+    from imgbench import datasets
+
+    quick = get_profile("quick")
+    starved = replace(
+        quick, plans={**quick.plans, "augment": replace(quick.plan(AugmentPlan), budget_s=1e-9)}
+    )
+    case = _case("quick", "albumentations/numpy", transform="hflip")
+    dataset = datasets.load_dataset(str(tiny_dataset))
+    sizes = {}
+    for measure in ("wall", "instructions"):
+        ctx = CaseContext(dataset=dataset, profile=starved, max_images=8, measure=measure)
+        sizes[measure] = prepare(ctx, case).images_per_round
+    assert sizes == {"wall": 1, "instructions": 8}

@@ -112,6 +112,7 @@ def run_job(job: WorkerJob) -> WorkerOutcome:
             dataset=_DATASETS.get(job.dataset) or load_dataset(job.dataset),
             profile=profile,
             max_images=job.max_images,
+            measure=job.measure,
             _scratch=Path(job.scratch),
         )
         measurement = run_case(
