@@ -15,6 +15,7 @@ import pytest
 from typer.testing import CliRunner
 
 from imgbench.cli import app
+from imgbench.harness.instructions import valgrind_missing
 
 ROOT = Path(__file__).resolve().parents[2]
 SLOW = "        _end = __import__('time').perf_counter() + 0.002\n        while __import__('time').perf_counter() < _end:\n            pass\n"
@@ -48,6 +49,56 @@ def repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return repo
 
 
+@pytest.fixture(scope="module")
+def knob_repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Base, then a head whose Pillow reader does 25% more decodes (the test-only knob)."""
+    repo = tmp_path_factory.mktemp("knob-repo")
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
+    shutil.copytree(ROOT / "src", repo / "src", ignore=ignore)
+    shutil.copytree(ROOT / "benches", repo / "benches", ignore=ignore)
+    shutil.copy(ROOT / "pyproject.toml", repo / "pyproject.toml")
+    _git(repo, "init", "-q")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-qm", "base")
+    knob = repo / "src/imgbench/harness/knob.py"
+    knob.write_text(knob.read_text().replace('BUILTIN = ""', 'BUILTIN = "read/pillow/*=0.25"', 1))
+    _git(repo, "commit", "-qam", "pillow does 25% more decodes")
+    return repo
+
+
+def _ci_instructions(repo: Path, dataset: Path, work: Path, base: str, head: str):  # type: ignore[no-untyped-def]
+    return CliRunner().invoke(
+        app,
+        [
+            "ci",
+            f"--base={base}",
+            f"--head={head}",
+            f"--repo={repo}",
+            f"--dataset={dataset}",
+            "-k",
+            "jpeg and (pillow or imdecode-rgb)",
+            f"--markdown={work / 'ci.md'}",
+            f"--workdir={work}",
+        ],
+        catch_exceptions=False,
+    )
+
+
+@pytest.mark.skipif(valgrind_missing() is not None, reason=str(valgrind_missing()))
+def test_ci_counts_instructions_and_names_the_case_that_did_more_work(
+    knob_repo: Path, tiny_dataset: Path, tmp_path: Path
+) -> None:
+    found = _ci_instructions(knob_repo, tiny_dataset, tmp_path / "ab", "HEAD~1", "HEAD")
+    assert found.exit_code == 1, found.output
+    markdown = (tmp_path / "ab" / "ci.md").read_text()
+    changes = markdown.split("### Changes")[1].split("###")[0]
+    assert "read/pillow/open-convert" in changes and "instructions" in changes
+    assert "read/opencv" not in changes
+    # the same commit in two checkouts (A/A'): nothing to report
+    same = _ci_instructions(knob_repo, tiny_dataset, tmp_path / "aa", "HEAD~1", "HEAD~1")
+    assert same.exit_code == 0, same.output
+
+
 def test_ci_finds_the_slowed_reader(repo: Path, tiny_dataset: Path, tmp_path: Path) -> None:
     result = CliRunner().invoke(
         app,
@@ -59,6 +110,7 @@ def test_ci_finds_the_slowed_reader(repo: Path, tiny_dataset: Path, tmp_path: Pa
             f"--dataset={tiny_dataset}",
             "-k",
             "jpeg and pillow",
+            "--measure=wall",
             "--rounds=6",
             "--repeats=2",
             f"--markdown={tmp_path / 'ci.md'}",

@@ -42,7 +42,14 @@ class _Rotate90Once(A.RandomRotate90):
         return {"factor": 1}
 
 
+# Albumentations 2 seeds each transform and pipeline from the OS unless told: the same case then
+# drew different random parameters (and did different work) in every session
+SEED = 0
+
+
 def _op(transform: A.BasicTransform, output: OutputKind = "u8") -> Op:
+    transform.set_random_seed(SEED)
+
     def run(image: np.ndarray) -> np.ndarray:
         return np.ascontiguousarray(transform(image=image)["image"])
 
@@ -62,7 +69,7 @@ def _to_tensor() -> Op:
 
 def _compose_chw(steps: list[A.BasicTransform]) -> Op:
     """A pipeline ending in a normalised contiguous 3xHxW float32 array."""
-    pipeline = A.Compose(steps)
+    pipeline = A.Compose(steps, seed=SEED)
 
     def run(image: np.ndarray) -> np.ndarray:
         return chw_float(pipeline(image=image)["image"])
@@ -72,7 +79,7 @@ def _compose_chw(steps: list[A.BasicTransform]) -> Op:
 
 def _compose_chw_uint8(steps: list[A.BasicTransform]) -> Op:
     """A pipeline ending in a contiguous 3xHxW uint8 array (no Normalize)."""
-    pipeline = A.Compose(steps)
+    pipeline = A.Compose(steps, seed=SEED)
 
     def run(image: np.ndarray) -> np.ndarray:
         return chw_uint8(pipeline(image=image)["image"])

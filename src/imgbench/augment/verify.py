@@ -13,7 +13,6 @@ The checks only: augmentation cases import this module, so it must not pull in t
 from __future__ import annotations
 
 import functools
-import random
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,6 +24,7 @@ from imgbench.augment.pipelines import OUTPUT_SHAPE, PIPELINE_BY_NAME
 from imgbench.augment.registry import AugmentLibrary, libraries
 from imgbench.augment.spec import Tolerance
 from imgbench.errors import one_line
+from imgbench.harness.seeds import seed_everything
 
 PHOTOS = ("astronaut", "coffee", "chelsea")
 # The first of these that has the transform (and draws nothing random) is the reference.
@@ -90,13 +90,7 @@ def _available(lib: AugmentLibrary) -> bool:
 
 
 def _seed() -> None:
-    random.seed(0)
-    np.random.seed(0)
-    try:
-        import torch
-    except ImportError:
-        return
-    torch.manual_seed(0)
+    seed_everything(0)
 
 
 _NORM_MEAN = np.asarray(IMAGENET_MEAN)

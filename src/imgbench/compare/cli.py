@@ -108,6 +108,13 @@ def ci_command(
             "is on the runs' medians (docs/regression.md)",
         ),
     ] = 10,
+    measure: Annotated[
+        str,
+        typer.Option(
+            help="instructions: one callgrind run a side, gated at 5% (deterministic) | wall: "
+            "interleaved timed runs | both: instructions gate, wall-time verdicts advisory"
+        ),
+    ] = "instructions",
     rounds: Annotated[
         int | None, typer.Option(min=1, help="timed rounds per case and side (default: profile's)")
     ] = None,
@@ -144,10 +151,20 @@ def ci_command(
         if not Path(dataset).exists():
             raise fail(f"dataset path does not exist: {dataset}")
         dataset = str(Path(dataset).resolve())
+    if measure not in ("instructions", "wall", "both"):
+        raise fail(f"--measure must be instructions, wall or both, not {measure!r}")
     try:
         cfg = _config(config or root / "pyproject.toml", threshold, alpha, correction, decide_on)
     except ConfigError as exc:
         raise fail(str(exc)) from None
+    if measure == "both":  # wall time informs, instructions decide (docs/regression.md)
+        cfg = cfg.with_overrides(
+            advisory=tuple(
+                dict.fromkeys(
+                    [*cfg.advisory, *(m for m in cfg.metrics if m != "instructions_per_image")]
+                )
+            )
+        )
     plan = CIPlan(
         repo=root.resolve(),
         base=base,
@@ -158,6 +175,7 @@ def ci_command(
         dataset=dataset,
         keyword=keyword,
         pytest_args=list(pytest_args or []),
+        measure=measure,
     )
     with tempfile.TemporaryDirectory(prefix="imgbench-ci-") as tmp:
         work = (workdir or Path(tmp)).resolve()

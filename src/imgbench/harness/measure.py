@@ -31,6 +31,7 @@ from imgbench.harness.host import HostGate
 from imgbench.harness.instructions import Counts, count_pass
 from imgbench.harness.knob import extra_work_for, with_extra_work
 from imgbench.harness.memory import peak_rss_bytes, reset_peak_rss
+from imgbench.harness.seeds import seed_everything
 from imgbench.harness.threads import ThreadSettings, current_settings, thread_limits
 
 
@@ -336,6 +337,7 @@ def run_case(
     instead of timed (:mod:`imgbench.harness.instructions`).
     """
     with thread_limits(case.threads):
+        seed_everything()  # random augmentations draw the same parameters in every session
         workload = case.prepare(ctx, case)
         if not workload.items:
             raise ValueError(f"{case.case_id}: the workload has no items")
