@@ -39,7 +39,7 @@ class View:
     def ok(self, stage: str | None = None) -> pd.DataFrame:
         """Rows that measured throughput, optionally of one stage (instruction counts, which
         have none, are compared on the Compare page and by `imgbench compare`)."""
-        measure = self.frame["measure"] if "measure" in self.frame else None
+        measure = self.frame.get("measure")
         timed = (
             measure.fillna("wall").astype(str) != "instructions"
             if measure is not None

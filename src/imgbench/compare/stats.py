@@ -223,11 +223,29 @@ def permutation_p(lb: np.ndarray, lc: np.ndarray, seed: int) -> dict[str, float]
     return {side: (count + 1) / (len(diffs) + 1) for side, count in hits.items()}
 
 
+EXACT_UP_TO = 50  # rounds per side up to which the U statistic's exact distribution is used
+
+
 def one_sided_p(baseline: np.ndarray, candidate: np.ndarray, candidate_worse_if: str) -> float:
-    """Mann-Whitney U p-value for 'candidate is lower' (``less``) or 'higher' (``greater``)."""
+    """Mann-Whitney U p-value for 'candidate is lower' (``less``) or 'higher' (``greater``).
+
+    Exact where it can be (no ties, up to ``EXACT_UP_TO`` rounds a side): scipy's default for 10
+    vs 10 rounds is the normal approximation, whose floor (9e-5 at complete separation) Holm over
+    450 cases lifts past alpha = 0.01, so a clear 15% slowdown was reported unchanged; the exact
+    floor is 1 / C(20, 10) = 5.4e-6.
+    """
     if np.array_equal(np.sort(baseline), np.sort(candidate)):
         return 1.0
-    return float(stats.mannwhitneyu(candidate, baseline, alternative=candidate_worse_if).pvalue)
+    tied = len(np.unique(np.concatenate([baseline, candidate]))) < len(baseline) + len(candidate)
+    exact = not tied and max(len(baseline), len(candidate)) <= EXACT_UP_TO
+    return float(
+        stats.mannwhitneyu(
+            candidate,
+            baseline,
+            alternative=candidate_worse_if,
+            method="exact" if exact else "asymptotic",
+        ).pvalue
+    )
 
 
 # -- reading a side -----------------------------------------------------------------------
