@@ -30,9 +30,9 @@ def _git(repo: Path, *args: str) -> None:
     )
 
 
-@pytest.fixture(scope="module")
-def repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    repo = tmp_path_factory.mktemp("repo")
+def _base_repo(tmp_path_factory: pytest.TempPathFactory, name: str) -> Path:
+    """A fresh repository holding this checkout's src/, benches/ and pyproject.toml: the base."""
+    repo = tmp_path_factory.mktemp(name)
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
     shutil.copytree(ROOT / "src", repo / "src", ignore=ignore)
     shutil.copytree(ROOT / "benches", repo / "benches", ignore=ignore)
@@ -40,6 +40,12 @@ def repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
     _git(repo, "init", "-q")
     _git(repo, "add", "-A")
     _git(repo, "commit", "-qm", "base")
+    return repo
+
+
+@pytest.fixture(scope="module")
+def repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    repo = _base_repo(tmp_path_factory, "repo")
     reader = repo / "src/imgbench/readers/pillow.py"
     marker = "    def decode(self, data: bytes) -> np.ndarray:\n"
     text = reader.read_text()
@@ -52,14 +58,7 @@ def repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def knob_repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Base, then a head whose Pillow reader does 25% more decodes (the test-only knob)."""
-    repo = tmp_path_factory.mktemp("knob-repo")
-    ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
-    shutil.copytree(ROOT / "src", repo / "src", ignore=ignore)
-    shutil.copytree(ROOT / "benches", repo / "benches", ignore=ignore)
-    shutil.copy(ROOT / "pyproject.toml", repo / "pyproject.toml")
-    _git(repo, "init", "-q")
-    _git(repo, "add", "-A")
-    _git(repo, "commit", "-qm", "base")
+    repo = _base_repo(tmp_path_factory, "knob-repo")
     knob = repo / "src/imgbench/harness/knob.py"
     knob.write_text(knob.read_text().replace('BUILTIN = ""', 'BUILTIN = "read/pillow/*=0.25"', 1))
     _git(repo, "commit", "-qam", "pillow does 25% more decodes")
