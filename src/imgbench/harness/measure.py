@@ -72,38 +72,29 @@ class Measurement:
     estimated_cycles_per_image: float | None = None
 
     def metrics(self) -> dict[str, Any]:
-        samples = np.asarray(self.samples_s, dtype=float)
-        counted = {
+        row: dict[str, Any] = {
             "measure": self.measure,
             "instructions_per_image": self.instructions_per_image,
             "estimated_cycles_per_image": self.estimated_cycles_per_image,
-        }
-        if not samples.size:  # an instruction count: no timed rounds, no throughput
-            return {
-                **counted,
-                "samples_s": [],
-                "images_per_round": self.images_per_round,
-                "bytes_per_round": self.bytes_per_round,
-                "megapixels_per_round": self.megapixels_per_round,
-                "rounds": 0,
-                "iterations": 1,
-                "warmup_rounds": self.warmup_rounds,
-                "peak_rss_bytes": self.peak_rss_bytes,
-                "cache_method": self.cache_method,
-                "process_model": self.process_model,
-                "allocator": self.allocator,
-            }
-        median, q1, q3 = (float(np.percentile(samples, p)) for p in (50, 25, 75))
-        lat_ms = self.latencies_s * 1e3
-        return {
-            **counted,
-            "samples_s": [float(s) for s in samples],
+            "samples_s": [float(s) for s in self.samples_s],
             "images_per_round": self.images_per_round,
             "bytes_per_round": self.bytes_per_round,
             "megapixels_per_round": self.megapixels_per_round,
             "rounds": self.rounds,
             "iterations": 1,
             "warmup_rounds": self.warmup_rounds,
+            "peak_rss_bytes": self.peak_rss_bytes,
+            "cache_method": self.cache_method,
+            "process_model": self.process_model,
+            "allocator": self.allocator,
+        }
+        if not self.samples_s:  # an instruction count: no timed rounds, no throughput
+            return row
+        samples = np.asarray(self.samples_s, dtype=float)
+        median, q1, q3 = (float(np.percentile(samples, p)) for p in (50, 25, 75))
+        lat_ms = self.latencies_s * 1e3
+        return {
+            **row,
             "images_per_s_median": self.images_per_round / median,
             # the slow quartile of times is the low quartile of throughput
             "images_per_s_q1": self.images_per_round / q3,
@@ -117,14 +108,10 @@ class Measurement:
             "latency_ms_median": float(np.percentile(lat_ms, 50)) if lat_ms.size else None,
             "latency_ms_p90": float(np.percentile(lat_ms, 90)) if lat_ms.size else None,
             "latency_ms_p99": float(np.percentile(lat_ms, 99)) if lat_ms.size else None,
-            "peak_rss_bytes": self.peak_rss_bytes,
-            "cache_method": self.cache_method,
             "round_repeats": self.round_repeats,
             "min_round_s": self.min_round_s,
             "page_faults_minor_per_image": self.page_faults_minor_per_image,
             "page_faults_major_per_image": self.page_faults_major_per_image,
-            "process_model": self.process_model,
-            "allocator": self.allocator,
             "host_ratios": [float(r) for r in self.host_ratios],
             "host_ratio_median": float(np.median(self.host_ratios)) if self.host_ratios else None,
             "host_rounds_discarded": self.host_rounds_discarded,
@@ -351,11 +338,7 @@ def run_case(
             # untimed, their latencies dropped; a counted pass always follows one (a first call's
             # lazy imports would otherwise be counted: +8.8% measured for Pillow)
             for _ in range(max(warmup_rounds, 1 if instructions_dir is not None else 0)):
-                if workload.before_round is not None:
-                    workload.before_round()
-                start = time.perf_counter()
-                _timed_round(workload, [])
-                warm_pass_s.append(time.perf_counter() - start)
+                warm_pass_s.append(_untimed_round(workload))
             if instructions_dir is not None:
                 counts = count_pass(workload, instructions_dir, case.case_id)
                 return _counted(case, workload, warmup_rounds, settings, counts)
