@@ -98,7 +98,9 @@ def test_ci_counts_instructions_and_names_the_case_that_did_more_work(
     assert same.exit_code == 0, same.output
 
 
-def test_ci_finds_the_slowed_reader(repo: Path, tiny_dataset: Path, tmp_path: Path) -> None:
+def test_ci_finds_the_slowed_reader_and_keeps_an_unpowered_wall_verdict_advisory(
+    repo: Path, tiny_dataset: Path, tmp_path: Path
+) -> None:
     result = CliRunner().invoke(
         app,
         [
@@ -117,10 +119,13 @@ def test_ci_finds_the_slowed_reader(repo: Path, tiny_dataset: Path, tmp_path: Pa
         ],
         catch_exceptions=False,
     )
-    assert result.exit_code == 1, result.output
+    # two runs a side cannot measure the spread between runs: the verdict is shown, not blocking
+    assert result.exit_code == 0, result.output
     markdown = (tmp_path / "ci.md").read_text()
     regressed = markdown.split("### Changes")[1].split("###")[0]
     assert "read/pillow/open-convert" in regressed and "codec=jpeg" in regressed
+    assert "regressed (advisory)" in regressed
+    assert "their power cannot be measured" in markdown
     assert "2 run(s)" in markdown  # each side pooled its two interleaved runs
     runs = list((tmp_path / "work" / "results-base").glob("*.parquet"))
     assert len(runs) == 2

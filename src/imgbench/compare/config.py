@@ -90,6 +90,10 @@ class RegressionConfig:
     metric_thresholds: dict[str, float] = field(
         default_factory=lambda: dict(DEFAULT_METRIC_THRESHOLDS)
     )
+    # a tested wall-time verdict blocks only where its power to catch a slowdown of the
+    # threshold reaches this (None: every verdict of a gating metric blocks); imgbench ci sets
+    # 0.95 for wall time (compare/power.py)
+    min_power: float | None = None
     rules: tuple[Rule, ...] = ()
     ignores: tuple[Ignore, ...] = ()
     source: str = "defaults"
@@ -135,6 +139,8 @@ def _validated(cfg: RegressionConfig) -> RegressionConfig:
         raise ConfigError(
             f"{where}: correction must be one of {CORRECTIONS}, got {cfg.correction!r}"
         )
+    if cfg.min_power is not None and not 0 < cfg.min_power <= 1:
+        raise ConfigError(f"{where}: min_power must be in (0, 1], got {cfg.min_power!r}")
     if cfg.decide_on not in DECISIONS:
         raise ConfigError(f"{where}: decide_on must be one of {DECISIONS}, got {cfg.decide_on!r}")
     unknown = [m for m in cfg.metrics if m not in HIGHER_IS_BETTER]
@@ -158,6 +164,7 @@ def config_from_table(table: dict[str, Any], source: str = "config") -> Regressi
         "resamples",
         "seed",
         "min_runs",
+        "min_power",
         "metrics",
         "advisory",
         "metric_thresholds",
@@ -207,6 +214,7 @@ def config_from_table(table: dict[str, Any], source: str = "config") -> Regressi
         resamples=int(table.get("resamples", base.resamples)),
         seed=int(table.get("seed", base.seed)),
         min_runs=max(2, int(table.get("min_runs", base.min_runs))),
+        min_power=table.get("min_power", base.min_power),
         metrics=tuple(table.get("metrics", base.metrics)),
         advisory=tuple(table.get("advisory", base.advisory)),
         metric_thresholds=thresholds,

@@ -11,6 +11,7 @@ import math
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 from rich.console import Console
 from rich.markup import escape
@@ -19,6 +20,7 @@ from rich.table import Table
 from imgbench.atomic import atomic_file
 from imgbench.compare.stats import (
     IMPROVED,
+    METHOD_TEST,
     METHOD_THRESHOLD,
     REGRESSED,
     UNCHANGED,
@@ -129,8 +131,46 @@ def _settings(result: ComparisonResult) -> str:
     )
 
 
+def _power(row: Any) -> str:
+    return "" if math.isnan(row.power) else f"{row.power:.0%}"
+
+
+def power_note(result: ComparisonResult) -> str | None:
+    """The wall-time gate's measured power at its threshold, and which verdicts block."""
+    rows = result.rows
+    minimum = result.config.min_power
+    measured = rows[rows["power"].notna()] if len(rows) else rows
+    parts: list[str] = []
+    if len(measured):
+        per_metric = []
+        for metric, group in measured.groupby("metric", sort=False):
+            power = group["power"].to_numpy(dtype=float)
+            thresholds = "/".join(sorted({f"{t:.0%}" for t in group["threshold"]}))
+            text = (
+                f"{_label(str(metric))} at {thresholds}: median {np.median(power):.0%} "
+                f"({power.min():.0%}-{power.max():.0%})"
+            )
+            if minimum is not None:
+                text += f", {int((power >= minimum).sum())} of {len(power)} reach {minimum:.0%} and block"
+            per_metric.append(text)
+        parts.append(
+            "wall-time power to catch a slowdown of the threshold (from the scatter of "
+            f"{int(measured['n_baseline'].median())} runs a side): " + "; ".join(per_metric)
+        )
+    on_rounds = rows[rows["method"] == METHOD_TEST] if len(rows) else rows
+    if minimum is not None and len(on_rounds):
+        parts.append(
+            f"{len(on_rounds)} case-metric(s) tested on the rounds of fewer than "
+            f"{result.config.min_runs} runs a side: their power cannot be measured (the spread "
+            "between runs is not sampled), so they are advisory"
+        )
+    return "; ".join(parts) or None
+
+
 def _notes(result: ComparisonResult) -> list[str]:
     notes = list(result.warnings)
+    if (line := power_note(result)) is not None:
+        notes.append(line)
     advisory = sorted(set(result.config.advisory) & set(result.rows["metric"]))
     if advisory:
         moved = len(result.advisory_regressions)
@@ -174,7 +214,7 @@ def render_terminal(
     table = Table(show_lines=False)
     table.add_column("case", overflow="fold", ratio=3)
     table.add_column("metric", overflow="fold", ratio=1)
-    for name in ("baseline", "candidate", "ratio [CI]", "p (adj)"):
+    for name in ("baseline", "candidate", "ratio [CI]", "p (adj)", "power"):
         table.add_column(name, justify="right", overflow="fold")
     table.add_column("verdict", overflow="fold")
     style = {REGRESSED: "bold red", IMPROVED: "green", UNCHANGED: "dim"}
@@ -187,6 +227,7 @@ def render_terminal(
             _value(row.metric, row.candidate),
             escape(_ratio(row)),
             _p(row).replace("threshold only", "threshold"),
+            _power(row),
             f"[{style[row.verdict] if row.gating else 'yellow'}]{verdict}[/]",
         )
     console.print(table)
@@ -202,8 +243,9 @@ def render_terminal(
 
 def _md_table(rows: pd.DataFrame) -> list[str]:
     lines = [
-        "| case | metric | baseline | candidate | ratio [95% CI] | change | p (adj) | verdict |",
-        "|---|---|---:|---:|---|---:|---:|---|",
+        "| case | metric | baseline | candidate | ratio [95% CI] | change | p (adj) | power | "
+        "verdict |",
+        "|---|---|---:|---:|---|---:|---:|---:|---|",
     ]
     for row in rows.itertuples():
         verdict = row.verdict if row.gating else f"{row.verdict} (advisory)"
@@ -211,7 +253,7 @@ def _md_table(rows: pd.DataFrame) -> list[str]:
         lines.append(
             f"| `{row.case_id}` | {_label(row.metric)} | {_value(row.metric, row.baseline)} | "
             f"{_value(row.metric, row.candidate)} | {_ratio(row)} | {_change(row)} | {_p(row)} | "
-            f"{icon} {verdict} |"
+            f"{_power(row)} | {icon} {verdict} |"
         )
     return lines
 
@@ -270,9 +312,11 @@ def to_json(result: ComparisonResult, labels: tuple[str, str] = ("baseline", "ca
             "decide_on": cfg.decide_on,
             "confidence": cfg.confidence,
             "advisory": list(cfg.advisory),
+            "min_power": cfg.min_power,
             "source": cfg.source,
         },
         "warnings": result.warnings,
+        "power": power_note(result),
         "ignored": result.ignored,
         "only_in_baseline": result.only_in_baseline,
         "only_in_candidate": result.only_in_candidate,

@@ -33,6 +33,7 @@ import pandas as pd
 from scipy import stats
 
 from imgbench.compare.config import RegressionConfig
+from imgbench.compare.power import run_level_power
 from imgbench.results.schema import HIGHER_IS_BETTER
 
 # Throughput metrics and the per-round work (column, scale) that turns round seconds into them.
@@ -418,6 +419,7 @@ def compare_cases(
                     p_worse=test.p[worse_if],
                     p_better=test.p[better_if],
                     _ci=(test.ci_low, test.ci_high),
+                    _logs=(np.log(rb), np.log(rc)),
                 )
                 tested.append(row)
             elif xb is not None and xc is not None and min(len(xb), len(xc)) >= MIN_SAMPLES:
@@ -450,7 +452,18 @@ def compare_cases(
             p_better = adjust(np.array([r["p_better"] for r in tested]), config.correction)
             for row, pw, pb in zip(tested, p_worse, p_better, strict=True):
                 row["p_worse_adjusted"], row["p_better_adjusted"] = float(pw), float(pb)
+            # Holm's (and BH's) first step tests the smallest p at alpha / m: the level a single
+            # regressed case among m must reach
+            level = config.alpha / len(tested)
+            for row in tested:
+                logs: tuple[np.ndarray, np.ndarray] | None = row.pop("_logs", None)
+                if logs is not None:
+                    row["power"] = run_level_power(logs[0], logs[1], row["threshold"], level)
     for row in rows:
+        row.setdefault("power", math.nan)
+        if config.min_power is not None and row["metric"] not in DETERMINISTIC:
+            # a wall-time verdict blocks only where it could have caught the threshold
+            row["gating"] = bool(row["gating"] and row["power"] >= config.min_power)
         higher, threshold = row["higher_is_better"], row["threshold"]
         samples: tuple[np.ndarray, np.ndarray] | None = row.pop("_samples", None)
         run_ci: tuple[float, float] | None = row.pop("_ci", None)
@@ -499,6 +512,7 @@ def compare_cases(
         "p_worse_adjusted",
         "p_better",
         "p_better_adjusted",
+        "power",
         "verdict",
     ]
     return pd.DataFrame(rows, columns=columns)
