@@ -132,8 +132,9 @@ STAGES: tuple[Stage, ...] = (
         page="views/loaders.py",
         icon=":material/conveyor_belt:",
         extra_datasets=True,
-        # loader cases start their own worker processes (and Ray); they run in the session
-        worker=False,
+        # measured in a fresh fork of the worker server like every stage: the DataLoader's own
+        # workers (and Ray's) are that fork's children, and die with its process group
+        worker=True,
     ),
 )
 

@@ -49,6 +49,9 @@ def test_quick_profile_rows(loader_rows: pd.DataFrame) -> None:
         ("threadpool", 2),
     }
     assert (loader_rows.stage == "loader").all()
+    # measured in a fork of the worker server, under the session's allocator, like every stage
+    assert (loader_rows.process_model == "worker").all()
+    assert (loader_rows.allocator == "glibc").all()
     assert (loader_rows.batch_size == 8).all()
     # two batches per worker at least, so a round spans the workers' bursts
     expected = 8 * loader_rows.workers.clip(lower=1) * 2
