@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import time
@@ -92,11 +93,18 @@ def test_compute_step_and_au() -> None:
 
 def test_case_matrix_per_profile() -> None:
     quick = loader_cases(get_profile("quick"))
-    assert [(c.library, c.params["workers"]) for c in quick] == [
-        ("torch-dataloader", 0),
-        ("torch-dataloader", 2),
-        ("threadpool", 2),
+    cores = os.cpu_count() or 2
+    assert [(c.library, c.variant, c.params["workers"]) for c in quick] == [
+        ("torch-dataloader", "files-opencv-albumentations", 0),
+        ("torch-dataloader", "files-opencv-albumentations", 2),
+        # the common default the answer's speed-ups are over: at 0 workers and one per core
+        ("torch-dataloader", "files-pillow-torchvision", 0),
+        ("torch-dataloader", "files-pillow-torchvision", cores),
+        ("threadpool", "files-opencv-albumentations", 2),
     ]
+    baseline = next(c for c in quick if c.variant == "files-pillow-torchvision")
+    assert baseline.params["decoder"] == "pillow/open-convert"
+    assert baseline.params["pipeline"] == "torchvision/v2-pil:train-classification"
     default = loader_cases(get_profile("default"))
     ids = [c.case_id for c in default]
     assert len(ids) == len(set(ids))
