@@ -4,8 +4,10 @@ experiments and ceilings are references; machines and datasets are never pooled.
 from __future__ import annotations
 
 import json
+import tempfile
 from dataclasses import replace
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
@@ -14,6 +16,7 @@ import pytest
 from imgbench.answer import answers, problems
 from imgbench.answer.bound import bounding_stage
 from imgbench.answer.rows import Configuration
+from imgbench.results.store import load_results, write_rows
 from tests.dashboard.fixtures import (
     COMMON_DEFAULT_IPS,
     COW_EXPERIMENT_IPS,
@@ -25,7 +28,11 @@ BASE = standard_runs()[0]
 
 
 def frame_of(rows: list[dict[str, Any]]) -> pd.DataFrame:
-    return pd.DataFrame(rows)
+    """The rows as the dashboard and the report read them: written and loaded by the store (its
+    columns are Arrow-backed, which a plain DataFrame would not catch)."""
+    with tempfile.TemporaryDirectory() as folder:
+        write_rows(rows, Path(folder) / "run.parquet")
+        return load_results(folder).frame
 
 
 def real_loaders(frame: pd.DataFrame) -> pd.DataFrame:
@@ -137,7 +144,8 @@ def test_no_loader_rows_says_what_to_run() -> None:
     (answer,) = answers(frame_of(run_rows(BASE, stages=("read", "native"))))
     assert answer.best is None
     assert "imgbench run -k loader" in answer.headline()
-    assert answers(pd.DataFrame(run_rows(BASE, stages=("outcome",)))) == []
+    assert answers(frame_of(run_rows(BASE, stages=("outcome",)))) == []
+    assert answers(pd.DataFrame()) == []
 
 
 def test_hand_over_bounds_a_loader_whose_workers_wait() -> None:

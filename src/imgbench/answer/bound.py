@@ -14,7 +14,16 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from imgbench.answer.rows import FILES, Configuration, as_dict, is_ceiling, number
+from imgbench.answer.rows import (
+    FILES,
+    Configuration,
+    Row,
+    as_dict,
+    is_ceiling,
+    number,
+    param_is,
+    where,
+)
 
 HAND_OVER_LIMITED = 0.6  # parallel efficiency below this: moving batches between processes
 WORTH_TRYING = 1.10  # an alternative this much faster in its own stage is worth a loader run
@@ -57,7 +66,7 @@ def bounding_stage(extra: dict[str, object], config: Configuration, cores: int |
     return Bound(step, text, ms)
 
 
-def _decoder_of(row: pd.Series) -> str:
+def _decoder_of(row: Row) -> str:
     return f"{row['library']}/{row['variant']}"
 
 
@@ -69,42 +78,52 @@ def faster_alternative(
     stage = STEP_TO_STAGE.get(bound.stage)
     if stage is None:
         return None
-    rows = group[(group["stage"] == stage) & ~group.apply(is_ceiling, axis=1)]
+    rows = group[where(group, lambda r: r.get("stage") == stage and not is_ceiling(r))]
     if stage == "read":
-        params = rows["params_json"].map(as_dict)
-        same = (rows["codec"] == codec) & (rows["threads"] == 1) & (rows["mode"] == "memory")
-        rows = rows[same & ~params.map(lambda p: bool(p.get("reduce")))]
+
+        def comparable(row: Row) -> bool:
+            full = not as_dict(row.get("params_json")).get("reduce")
+            return full and (row.get("codec"), row.get("threads"), row.get("mode")) == (
+                codec,
+                1,
+                "memory",
+            )
+
+        rows = rows[where(rows, comparable)]
         used = config.decoder
         name = _decoder_of
-        mine = rows[rows.apply(name, axis=1) == used] if not rows.empty else rows
+        mine = rows[where(rows, lambda r: name(r) == used)]
         label = "decoder"
     elif stage == "augment":
-        params = rows["params_json"].map(as_dict)
         recipe = config.recipe or "train-classification"
-        single = (rows["threads"] == 1) & rows["batch_size"].isna()
-        rows = rows[params.map(lambda p: p.get("pipeline") == recipe) & single]
+
+        def comparable(row: Row) -> bool:
+            single = row.get("threads") == 1 and number(row.get("batch_size")) is None
+            return single and param_is("pipeline", recipe)(row)
+
+        rows = rows[where(rows, comparable)]
         used = config.augment
 
-        def name(row: pd.Series) -> str:  # one library's variants are that library's choice
+        def name(row: Row) -> str:  # one library's variants are that library's choice
             library = str(row["library"])
             return used if library == used.split("/")[0] else _decoder_of(row)
 
-        mine = rows[rows.apply(name, axis=1) == used] if not rows.empty else rows
+        mine = rows[where(rows, lambda r: name(r) == used)]
         label = "augmentation"
     else:
-        params = rows["params_json"].map(as_dict)
-        rows = rows[
-            (rows["cache_state"] == "warm")
-            & (rows["mode"].fillna("read") != "write")
-            & params.map(lambda p: p.get("payload", "bytes") == "bytes")
-        ]
+
+        def comparable(row: Row) -> bool:
+            warm = row.get("cache_state") == "warm" and row.get("mode") != "write"
+            return warm and param_is("payload", "bytes", "bytes")(row)
+
+        rows = rows[where(rows, comparable)]
         label = "reader (format)"
         used = FOLDER_FORMAT if config.format == FILES else config.format
 
-        def name(row: pd.Series) -> str:
+        def name(row: Row) -> str:
             return str(as_dict(row["params_json"]).get("format") or row["library"])
 
-        mine = rows[rows.apply(name, axis=1) == used] if not rows.empty else rows
+        mine = rows[where(rows, lambda r: name(r) == used)]
 
     if rows.empty:
         return None

@@ -15,6 +15,7 @@ import pandas as pd
 from imgbench.answer.bound import Bound, bounding_stage, next_step
 from imgbench.answer.rows import (
     Configuration,
+    Row,
     as_dict,
     is_decode_only,
     is_experiment,
@@ -22,6 +23,7 @@ from imgbench.answer.rows import (
     number,
     output_side,
     timed_ok,
+    where,
 )
 
 LOADER_HINT = "`imgbench run -k loader` (or `make bench`)"
@@ -102,7 +104,7 @@ class Answer:
         return text + "."
 
 
-def _measured(row: pd.Series) -> Measured:
+def _measured(row: Row) -> Measured:
     extra = as_dict(row.get("extra_json"))
     memory = number(extra.get("peak_pss_bytes")) or number(row.get("peak_rss_bytes"))
     return Measured(
@@ -130,7 +132,7 @@ def _group_label(rows: pd.DataFrame, column: str, detail: str) -> str:
 def references(group: pd.DataFrame, loaders: pd.DataFrame, codec: str | None) -> list[Reference]:
     """Experiments (the loader rows that are no pipeline) and full-scale ceilings of the group."""
     refs = []
-    experiments = loaders[loaders.apply(is_experiment, axis=1)] if not loaders.empty else loaders
+    experiments = loaders[where(loaders, is_experiment)]
     for _, row in _latest(experiments).iterrows():
         params = as_dict(row["params_json"])
         if "accelerator_images_per_s" in params:
@@ -149,13 +151,12 @@ def references(group: pd.DataFrame, loaders: pd.DataFrame, codec: str | None) ->
                 note,
             )
         )
-    ceilings = group[group["stage"].isin(CEILING_STAGES)]
-    ceilings = (
-        ceilings[ceilings.apply(is_full_scale_ceiling, axis=1)] if not ceilings.empty else ceilings
-    )
-    if not ceilings.empty and codec:
-        native = ceilings["stage"] == "native"
-        ceilings = ceilings[~native | (ceilings["codec"] == codec)]
+
+    def comparable_ceiling(row: Row) -> bool:
+        same_codec = row.get("stage") != "native" or not codec or row.get("codec") == codec
+        return is_full_scale_ceiling(row) and same_codec
+
+    ceilings = group[where(group, comparable_ceiling)]
     for _, row in _latest(ceilings).iterrows():
         refs.append(
             Reference(
@@ -183,9 +184,7 @@ def _answer_for(group: pd.DataFrame, loaders: pd.DataFrame, side: int | None) ->
         cores=int(cores) if cores else None,
         ram_bytes=number(first.get("ram_bytes")),
     )
-    real = loaders[~loaders.apply(is_experiment, axis=1)] if not loaders.empty else loaders
-    if side is not None and not real.empty:
-        real = real[real.apply(output_side, axis=1) == side]
+    real = loaders[where(loaders, lambda r: not is_experiment(r) and output_side(r) == side)]
     answer.references = references(group, loaders, answer.codec)
     real = _latest(real)
     if real.empty:
@@ -235,11 +234,11 @@ def answers(frame: pd.DataFrame) -> list[Answer]:
     )
     result = []
     for _, group in ok.groupby(["machine_id", "dataset_fingerprint"], sort=False):
-        loaders = group[group["stage"] == "loader"]
-        if not loaders.empty:
-            loaders = loaders[~loaders.apply(is_decode_only, axis=1)]
-        sides = loaders.apply(output_side, axis=1) if not loaders.empty else pd.Series(dtype=int)
-        training = sorted({int(s) for s in sides.dropna() if s > 0}, reverse=True)
+        loaders = group[
+            where(group, lambda r: r.get("stage") == "loader" and not is_decode_only(r))
+        ]
+        sides = {output_side(row) for _, row in loaders.iterrows()}
+        training = sorted((s for s in sides if s), reverse=True)
         sizes: list[int | None] = list(training) or [None]
         for side in sizes:
             result.append(_answer_for(group, loaders, side))

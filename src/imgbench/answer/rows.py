@@ -19,11 +19,13 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeAlias
 
 import pandas as pd
 
+Row: TypeAlias = Mapping[str, Any] | pd.Series  # one result row: a record or a frame's row
 DECODE_ONLY = "none"  # imgbench.loaders.pipeline.NO_AUGMENT
 FILES = "files"  # imgbench.loaders.pipeline.FILES: the dataset's own image files
 STORAGE_CEILING_PREFIX = "raw"
@@ -55,40 +57,53 @@ def number(value: Any) -> float | None:
     return result if math.isfinite(result) else None
 
 
+def where(rows: pd.DataFrame, test: Callable[[Row], bool]) -> pd.Series:
+    """A plain boolean mask of ``test`` per row (the store's columns are Arrow-backed, whose
+    element-wise results do not combine with NumPy booleans; records are fast to walk)."""
+    records = rows.to_dict("records")
+    return pd.Series([bool(test(r)) for r in records], index=rows.index, dtype=bool)
+
+
+def param_is(key: str, value: Any, default: Any = None) -> Callable[[Row], bool]:
+    """A row test: ``params_json[key] == value``."""
+    return lambda row: as_dict(row.get("params_json")).get(key, default) == value
+
+
 def timed_ok(frame: pd.DataFrame) -> pd.DataFrame:
     """Ok rows that measured images/s (instruction counts have none)."""
     if frame.empty:
         return frame
     measure = frame["measure"].fillna("wall") if "measure" in frame else "wall"
-    mask = (frame["status"] == "ok") & (measure != "instructions")
-    mask &= pd.to_numeric(frame["images_per_s_median"], errors="coerce").notna()
+    ok = (frame["status"] == "ok") & (measure != "instructions")
+    measured = pd.to_numeric(frame["images_per_s_median"], errors="coerce").notna().to_numpy()
+    mask = ok.to_numpy(dtype=bool, na_value=False) & measured
     return frame[mask]
 
 
-def is_experiment(row: pd.Series) -> bool:
+def is_experiment(row: Row) -> bool:
     params = as_dict(row.get("params_json"))
     library = str(row.get("library") or "")
     return library.endswith(EXPERIMENT_SUFFIX) or "accelerator_images_per_s" in params
 
 
-def is_decode_only(row: pd.Series) -> bool:
+def is_decode_only(row: Row) -> bool:
     """A loader row of the pass-through pipeline: full-size decodes, not a training job."""
     return as_dict(row.get("params_json")).get("pipeline") == DECODE_ONLY
 
 
-def is_ceiling(row: pd.Series) -> bool:
+def is_ceiling(row: Row) -> bool:
     stage, library = row.get("stage"), str(row.get("library") or "")
     if stage == "native":
         return True
     return stage == "format" and library.startswith(STORAGE_CEILING_PREFIX)
 
 
-def is_full_scale_ceiling(row: pd.Series) -> bool:
+def is_full_scale_ceiling(row: Row) -> bool:
     """A ceiling that did the same work as a full decode (no ``reduce``)."""
     return is_ceiling(row) and not as_dict(row.get("params_json")).get("reduce")
 
 
-def output_side(row: pd.Series) -> int | None:
+def output_side(row: Row) -> int | None:
     """The side of the square images a loader row delivered (224), 0 for full-size decodes."""
     images, megapixels = (
         number(row.get("images_per_round")),
@@ -113,7 +128,7 @@ class Configuration:
     allocator: str | None
 
     @classmethod
-    def of(cls, row: pd.Series) -> Configuration:
+    def of(cls, row: Row) -> Configuration:
         params = as_dict(row.get("params_json"))
         pipeline = str(params.get("pipeline") or "")
         augment, _, recipe = pipeline.partition(":")

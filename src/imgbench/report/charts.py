@@ -74,7 +74,8 @@ def candidates_chart(answer: Answer) -> alt.Chart:
                 "run_id:N",
             ],
         )
-        .properties(height=alt.Step(22), width=420)
+        # SVG text is measured with vl-convert's font, drawn with the browser's: room for both
+        .properties(height=alt.Step(22), width=420, padding={"left": 80, "top": 5, "right": 5})
     )
 
 
