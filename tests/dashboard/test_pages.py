@@ -146,18 +146,36 @@ def test_formats_warm_cold_order_and_size(open_app, standard_results: Path) -> N
 def test_loaders_scaling_memory_breakdown_au(open_app, standard_results: Path) -> None:
     at = open_app(standard_results, "loaders")
     curve = chart_data(at, 0, "workers_n")
-    for _, group in curve.groupby("pipeline"):
+    sweeps = curve[curve["pipeline"].str.contains("files-opencv-albumentations")]
+    for _, group in sweeps.groupby("pipeline"):
         assert sorted(group["workers_n"]) == [0, 1, 2, 4]
-    memory = chart_data(at, 1, "process")
+    memory = chart_data(at, 2, "process")
     assert set(memory["process"]) == {"main", "worker-0", "worker-1", "worker-2", "worker-3"}
     assert (memory["mb"] > 0).all()
     at.radio(key="loaders_memory_kind").set_value("USS").run()
-    uss = chart_data(at, 1, "process")
+    uss = chart_data(at, 2, "process")
     assert uss["mb"].sum() < memory["mb"].sum()  # USS excludes shared pages
-    parts = chart_data(at, 2, "part")
+    parts = chart_data(at, 3, "part")
     assert set(parts["part"]) == {"read", "decode", "augment", "collate"}
-    au = chart_data(at, 3, "au_percent")
+    au = chart_data(at, 4, "au_percent")
     assert au["au_percent"].between(0, 100).all()
+
+
+def test_loaders_experiments_have_their_own_chart(open_app, standard_results: Path) -> None:
+    """The copy-on-access experiment (millions of "images"/s) and AU emulation never share the
+    real loaders' axis."""
+    at = open_app(standard_results, "loaders")
+    real = chart_data(at, 0, "workers_n")
+    assert not real["pipeline"].str.contains("cow-experiment|au-sleep").any()
+    assert real["pipeline"].str.contains("files-pillow-torchvision").any()  # the common default
+    assert real["images_per_s"].max() < 10_000
+    experiments = chart_data(at, 1, "label")
+    assert set(experiments["pipeline"].str.split(" · ").str[0]) == {
+        "cow-experiment",
+        "torch-dataloader",
+    }
+    assert experiments["pipeline"].str.contains("au-sleep").any()
+    assert "Experiments (not pipelines)" in texts(at, "subheader")
 
 
 def test_explorer_search_and_columns(open_app, standard_results: Path) -> None:
