@@ -126,7 +126,8 @@ def _latest(rows: pd.DataFrame) -> pd.DataFrame:
 def _group_label(rows: pd.DataFrame, column: str, detail: str) -> str:
     first = rows.iloc[0]
     value, extra = first.get(column), first.get(detail)
-    return f"{value} · {extra}" if isinstance(extra, str) and extra else str(value)
+    value = value if isinstance(value, str) and value else "?"
+    return f"{value} · {extra}" if isinstance(extra, str) and extra else value
 
 
 def references(group: pd.DataFrame, loaders: pd.DataFrame, codec: str | None) -> list[Reference]:
