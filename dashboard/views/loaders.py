@@ -22,7 +22,7 @@ from dashboard.state import View, current_view, stage_rows
 
 from imgbench.answer.rows import is_experiment, where
 
-JSON_KEYS = ["time_to_first_batch_s", "stage_times_s", "au", "memory_timeline"]
+JSON_KEYS = ["time_to_first_batch_s", "stage_times_s", "au", "memory_timeline", "rss_timeline"]
 # the experiments (copy-on-access, AU emulation) are told apart by imgbench.answer's rule
 MEMORY_KINDS = {"PSS": "pss_bytes", "USS": "uss_bytes", "RSS": "rss_bytes"}
 AU_TARGET = 90.0
@@ -51,7 +51,8 @@ def prepare(rows: pd.DataFrame) -> pd.DataFrame:
 
 
 def memory_long(rows: pd.DataFrame) -> pd.DataFrame:
-    """extra_json memory_timeline as one row per (config, sample time, process)."""
+    """extra_json memory_timeline (RSS, PSS, USS every few seconds) and rss_timeline (RSS
+    alone, often) as one row per (config, sample time, process)."""
     records = [
         {
             "config": config,
@@ -59,12 +60,15 @@ def memory_long(rows: pd.DataFrame) -> pd.DataFrame:
             "process": sample.get("process", "?"),
             **{kind: sample.get(key) for kind, key in MEMORY_KINDS.items()},
         }
-        for config, timeline in zip(rows["config"], rows["memory_timeline"], strict=True)
+        for column in ("memory_timeline", "rss_timeline")
+        if column in rows
+        for config, timeline in zip(rows["config"], rows[column], strict=True)
         if isinstance(timeline, list)
         for sample in timeline
         if isinstance(sample, dict)
     ]
-    return pd.DataFrame(records, columns=["config", "t_s", "process", *MEMORY_KINDS])
+    frame = pd.DataFrame(records, columns=["config", "t_s", "process", *MEMORY_KINDS])
+    return frame.sort_values(["config", "process", "t_s"], kind="stable")
 
 
 def stage_breakdown(rows: pd.DataFrame) -> pd.DataFrame:
@@ -195,7 +199,8 @@ def memory_section(rows: pd.DataFrame) -> None:
         config = right.selectbox(
             "Configuration", configs, index=len(configs) - 1, key="loaders_memory_config"
         )
-        shown = memory[memory["config"] == config].assign(mb=lambda f: f[kind] / 1e6)
+        shown = memory[memory["config"] == config].dropna(subset=[kind])
+        shown = shown.assign(mb=pd.to_numeric(shown[kind]) / 1e6)
         with left:
             show(
                 alt.Chart(shown)
@@ -218,20 +223,29 @@ def memory_section(rows: pd.DataFrame) -> None:
 
 
 def shown_sampling(rows: pd.DataFrame, config: str) -> str | None:
-    """How often memory was sampled for ``config``, and what the sampling cost (from its row)."""
-    chosen = with_json_keys(
-        rows[rows["config"] == config], ["memory_interval_s", "memory_sampling_s"]
-    )
+    """How often memory was sampled for ``config``, and what each clock cost (from its row)."""
+    keys = [
+        "memory_interval_s",
+        "memory_sampling_s",
+        "memory_light_interval_s",
+        "memory_light_sampling_s",
+    ]
+    chosen = with_json_keys(rows[rows["config"] == config], keys)
     if chosen.empty:
         return None
     row = chosen.iloc[-1]
     interval, cost = row.get("memory_interval_s"), row.get("memory_sampling_s")
+    light, light_cost = row.get("memory_light_interval_s"), row.get("memory_light_sampling_s")
     if not isinstance(interval, int | float):
         return None
-    text = f"Sampled every {interval:g} s"
+    text = f"PSS, USS and RSS sampled every {interval:g} s"
     if isinstance(cost, int | float):
-        text += f"; the sampler spent {cost:.3f} s reading /proc (recorded in the row)"
-    return text + "."
+        text += f" (cost {cost:.3f} s reading smaps_rollup)"
+    if isinstance(light, int | float) and light == light:
+        text += f"; RSS alone every {light:g} s"
+        if isinstance(light_cost, int | float):
+            text += f" (cost {light_cost:.3f} s reading statm)"
+    return text + "; both costs are recorded in the row."
 
 
 def breakdown_and_au(rows: pd.DataFrame, experiments: pd.DataFrame) -> None:

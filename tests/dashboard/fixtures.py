@@ -358,6 +358,20 @@ def loader_rows(spec: RunSpec, rng: np.random.Generator) -> list[dict[str, Any]]
                 },
                 "au": min(0.97, ips / 900.0),
                 "memory_timeline": timeline,
+                # RSS alone on the fast clock (imgbench.loaders.memory), and both clocks' costs
+                "rss_timeline": [
+                    {
+                        "t_s": round(0.1 * i, 1),
+                        "process": proc,
+                        "rss_bytes": int(4e8 if proc == "main" else 2e8 + 6e6 * i),
+                    }
+                    for i in range(21)
+                    for proc in processes
+                ],
+                "memory_interval_s": 0.5,
+                "memory_sampling_s": 0.05,
+                "memory_light_interval_s": 0.1,
+                "memory_light_sampling_s": 0.002,
             }
             params = {
                 "workers": workers,

@@ -155,6 +155,13 @@ def test_loaders_scaling_memory_breakdown_au(open_app, standard_results: Path) -
     at.radio(key="loaders_memory_kind").set_value("USS").run()
     uss = chart_data(at, 2, "process")
     assert uss["mb"].sum() < memory["mb"].sum()  # USS excludes shared pages
+    at.radio(key="loaders_memory_kind").set_value("RSS").run()
+    rss = chart_data(at, 2, "process")
+    worker = rss[rss["process"] == "worker-0"].sort_values("t_s")
+    assert len(worker) > 4 * len(memory[memory["process"] == "worker-0"])  # the fast RSS clock
+    assert worker["mb"].iloc[-1] > worker["mb"].iloc[0]  # growth drawn
+    captions = texts(at, "caption")
+    assert "RSS alone every 0.1 s (cost 0.002 s reading statm)" in captions
     parts = chart_data(at, 3, "part")
     assert set(parts["part"]) == {"read", "decode", "augment", "collate"}
     au = chart_data(at, 4, "au_percent")
