@@ -7,12 +7,23 @@ import altair as alt
 import pandas as pd
 import streamlit as st
 from dashboard.allocators import main_session, render_effect, set_aside_caption
-from dashboard.charts import IMAGES_PER_S, LABELS, LEGEND, scale_for, show, title_with_scale
+from dashboard.charts import (
+    IMAGES_PER_S,
+    LABELS,
+    LEGEND,
+    bar_x,
+    scale_for,
+    show,
+    title_with_scale,
+)
 from dashboard.data import with_json_keys
 from dashboard.intervals import summarise
 from dashboard.state import View, current_view, stage_rows
 
-JSON_KEYS = ["time_to_first_batch_s", "stage_times_s", "au", "memory_timeline"]
+from imgbench.answer.rows import is_experiment, where
+
+JSON_KEYS = ["time_to_first_batch_s", "stage_times_s", "au", "memory_timeline", "rss_timeline"]
+# the experiments (copy-on-access, AU emulation) are told apart by imgbench.answer's rule
 MEMORY_KINDS = {"PSS": "pss_bytes", "USS": "uss_bytes", "RSS": "rss_bytes"}
 AU_TARGET = 90.0
 PART_ORDER = [
@@ -40,7 +51,8 @@ def prepare(rows: pd.DataFrame) -> pd.DataFrame:
 
 
 def memory_long(rows: pd.DataFrame) -> pd.DataFrame:
-    """extra_json memory_timeline as one row per (config, sample time, process)."""
+    """extra_json memory_timeline (RSS, PSS, USS every few seconds) and rss_timeline (RSS
+    alone, often) as one row per (config, sample time, process)."""
     records = [
         {
             "config": config,
@@ -48,12 +60,15 @@ def memory_long(rows: pd.DataFrame) -> pd.DataFrame:
             "process": sample.get("process", "?"),
             **{kind: sample.get(key) for kind, key in MEMORY_KINDS.items()},
         }
-        for config, timeline in zip(rows["config"], rows["memory_timeline"], strict=True)
+        for column in ("memory_timeline", "rss_timeline")
+        if column in rows
+        for config, timeline in zip(rows["config"], rows[column], strict=True)
         if isinstance(timeline, list)
         for sample in timeline
         if isinstance(sample, dict)
     ]
-    return pd.DataFrame(records, columns=["config", "t_s", "process", *MEMORY_KINDS])
+    frame = pd.DataFrame(records, columns=["config", "t_s", "process", *MEMORY_KINDS])
+    return frame.sort_values(["config", "process", "t_s"], kind="stable")
 
 
 def stage_breakdown(rows: pd.DataFrame) -> pd.DataFrame:
@@ -77,8 +92,57 @@ def render(view: View) -> None:
     every = prepare(stage_rows(view, "loader", "loader", "imgbench run -k loader"))
     rows, aside = main_session(every)
     set_aside_caption(rows, aside)
+    experiment = where(rows, is_experiment) if not rows.empty else pd.Series(dtype=bool)
+    experiments, rows = rows[experiment], rows[~experiment]
 
     st.subheader("Scaling with workers")
+    st.caption(
+        "Real loaders and pipelines only; the experiments (copy-on-access, AU emulation) have "
+        "their own chart below."
+    )
+    scaling_chart(rows)
+    if not experiments.empty:
+        st.subheader("Experiments (not pipelines)")
+        st.caption(
+            "These measure something other than a training pipeline: the copy-on-access "
+            "experiment reads list entries without decoding; AU emulation paces the loader with "
+            "an emulated accelerator, so its rate is the accelerator's. Never compare them with "
+            "the loaders above."
+        )
+        experiment_chart(experiments)
+    memory_section(pd.concat([rows, experiments]))
+    breakdown_and_au(rows, experiments)
+    render_effect(
+        every, "config", "loader configuration", filtered=bool(view.selections.get("allocator"))
+    )
+
+
+def experiment_chart(experiments: pd.DataFrame) -> None:
+    curve = summarise(experiments, ["pipeline", "workers_n"]).sort_values("workers_n")
+    x_encoding, _ = bar_x(
+        "images_per_s", f"{IMAGES_PER_S} (what the experiment counts)", curve["images_per_s"]
+    )
+    show(
+        alt.Chart(
+            curve.assign(
+                label=curve["pipeline"] + " · " + curve["workers_n"].astype(str) + " workers"
+            )
+        )
+        .mark_bar()
+        .encode(
+            **x_encoding,
+            y=alt.Y("label:N", title=None, axis=LABELS),
+            tooltip=[
+                "pipeline:N",
+                alt.Tooltip("workers_n:Q", title="workers"),
+                alt.Tooltip("images_per_s:Q", title=IMAGES_PER_S, format=",.0f"),
+            ],
+        )
+        .properties(height=alt.Step(24))
+    )
+
+
+def scaling_chart(rows: pd.DataFrame) -> None:
     curve = summarise(rows, ["pipeline", "workers_n"]).sort_values("workers_n")
     scale = scale_for(pd.concat([curve["ci_low"], curve["ci_high"]]), zero=True)
     y_title = title_with_scale(f"{IMAGES_PER_S} (steady state)", scale)
@@ -112,6 +176,8 @@ def render(view: View) -> None:
         ]
     )
 
+
+def memory_section(rows: pd.DataFrame) -> None:
     st.subheader("Memory per process over time")
     memory = memory_long(rows)
     if memory.empty:
@@ -133,7 +199,8 @@ def render(view: View) -> None:
         config = right.selectbox(
             "Configuration", configs, index=len(configs) - 1, key="loaders_memory_config"
         )
-        shown = memory[memory["config"] == config].assign(mb=lambda f: f[kind] / 1e6)
+        shown = memory[memory["config"] == config].dropna(subset=[kind])
+        shown = shown.assign(mb=pd.to_numeric(shown[kind]) / 1e6)
         with left:
             show(
                 alt.Chart(shown)
@@ -150,7 +217,38 @@ def render(view: View) -> None:
                 )
                 .properties(height=300)
             )
+        sampling = shown_sampling(rows, config)
+        if sampling:
+            st.caption(sampling)
 
+
+def shown_sampling(rows: pd.DataFrame, config: str) -> str | None:
+    """How often memory was sampled for ``config``, and what each clock cost (from its row)."""
+    keys = [
+        "memory_interval_s",
+        "memory_sampling_s",
+        "memory_light_interval_s",
+        "memory_light_sampling_s",
+    ]
+    chosen = with_json_keys(rows[rows["config"] == config], keys)
+    if chosen.empty:
+        return None
+    row = chosen.iloc[-1]
+    interval, cost = row.get("memory_interval_s"), row.get("memory_sampling_s")
+    light, light_cost = row.get("memory_light_interval_s"), row.get("memory_light_sampling_s")
+    if not isinstance(interval, int | float):
+        return None
+    text = f"PSS, USS and RSS sampled every {interval:g} s"
+    if isinstance(cost, int | float):
+        text += f" (cost {cost:.3f} s reading smaps_rollup)"
+    if isinstance(light, int | float) and light == light:
+        text += f"; RSS alone every {light:g} s"
+        if isinstance(light_cost, int | float):
+            text += f" (cost {light_cost:.3f} s reading statm)"
+    return text + "; both costs are recorded in the row."
+
+
+def breakdown_and_au(rows: pd.DataFrame, experiments: pd.DataFrame) -> None:
     st.subheader("Time per pipeline stage")
     parts = stage_breakdown(rows)
     if parts.empty:
@@ -179,17 +277,18 @@ def render(view: View) -> None:
         )
 
     st.subheader("Accelerator utilisation and time to first batch")
-    au = rows.dropna(subset=["au"]).assign(
-        au_percent=lambda f: 100 * pd.to_numeric(f["au"]),
-        ttfb_s=lambda f: pd.to_numeric(f["time_to_first_batch_s"]),
+    au = (
+        pd.concat([rows, experiments])
+        .dropna(subset=["au"])
+        .assign(
+            au_percent=lambda f: 100 * pd.to_numeric(f["au"]),
+            ttfb_s=lambda f: pd.to_numeric(f["time_to_first_batch_s"]),
+        )
     )
     if au.empty:
         st.info("No AU figures yet (extra_json `au`, 0–1, and `time_to_first_batch_s`).")
     else:
         au_chart(au)
-    render_effect(
-        every, "config", "loader configuration", filtered=bool(view.selections.get("allocator"))
-    )
 
 
 def au_chart(au: pd.DataFrame) -> None:

@@ -146,6 +146,7 @@ _DEFAULT = Profile(
             "knobs": False,
             "au_accelerators": [],
             "cow_workers": [],
+            "baseline_pipeline": None,
         },
     },
 )

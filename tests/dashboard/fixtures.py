@@ -37,6 +37,22 @@ TRANSFORMS = {"hflip": 9000.0, "resize": 2500.0, "color_jitter": 400.0, "normali
 AUG_LIBRARIES = {"albumentations": 1.0, "torchvision": 0.35, "kornia": 0.25}
 FORMATS = {"folder": 900.0, "lmdb": 4200.0, "hdf5": 2600.0, "tar": 1500.0}
 LOADERS = {"torch-dataloader": 430.0, "threads": 610.0}
+# what imgbench.loaders.cases writes for the default pipeline (params_json); 224 x 224 outputs
+LOADER_PIPELINE = {
+    "format": "files",
+    "decoder": "opencv/imdecode-rgb",
+    "pipeline": "albumentations/numpy:train-classification",
+}
+CROP_MEGAPIXELS = 224 * 224 / 1e6
+# the common default (Pillow + image folder + torchvision + DataLoader), at 0 and 2 (= cores)
+# workers; then what is no choice: AU emulation and the copy-on-access experiment (no decoding)
+COMMON_DEFAULT = {
+    "format": "files",
+    "decoder": "pillow/open-convert",
+    "pipeline": "torchvision/v2-pil:train-classification",
+}
+COMMON_DEFAULT_IPS = {0: 250.0, 2: 410.0}
+COW_EXPERIMENT_IPS = 3_000_000.0
 # allocator sessions (`imgbench run --profile default`): images/s over the main session's glibc,
 # after docs/measuring.md (Pillow's decode of large JPEGs gains most from glibc-tuned; decoders
 # that allocate through numpy barely move)
@@ -120,6 +136,7 @@ def _row(spec: RunSpec, rng: np.random.Generator, **fields: Any) -> dict[str, An
     )
     ips = fields.pop("ips") * spec.speed
     images = fields.pop("images", IMAGES_PER_ROUND)
+    megapixels_per_image = fields.pop("megapixels_per_image", 0.24)
     params = fields.pop("params", {})
     extra = fields.pop("extra", None)
     row.update(fields)
@@ -129,12 +146,12 @@ def _row(spec: RunSpec, rng: np.random.Generator, **fields: Any) -> dict[str, An
         samples_s=samples,
         images_per_round=images,
         bytes_per_round=images * 60_000,
-        megapixels_per_round=images * 0.24,
+        megapixels_per_round=images * megapixels_per_image,
         images_per_s_median=images / median,
         images_per_s_q1=images / q3,
         images_per_s_q3=images / q1,
         mb_per_s_median=images * 0.06 / median,
-        megapixels_per_s_median=images * 0.24 / median,
+        megapixels_per_s_median=images * megapixels_per_image / median,
         latency_ms_median=1e3 * median / images,
         latency_ms_p90=1.2e3 * median / images,
         latency_ms_p99=1.5e3 * median / images,
@@ -341,11 +358,25 @@ def loader_rows(spec: RunSpec, rng: np.random.Generator) -> list[dict[str, Any]]
                 },
                 "au": min(0.97, ips / 900.0),
                 "memory_timeline": timeline,
+                # RSS alone on the fast clock (imgbench.loaders.memory), and both clocks' costs
+                "rss_timeline": [
+                    {
+                        "t_s": round(0.1 * i, 1),
+                        "process": proc,
+                        "rss_bytes": int(4e8 if proc == "main" else 2e8 + 6e6 * i),
+                    }
+                    for i in range(21)
+                    for proc in processes
+                ],
+                "memory_interval_s": 0.5,
+                "memory_sampling_s": 0.05,
+                "memory_light_interval_s": 0.1,
+                "memory_light_sampling_s": 0.002,
             }
             params = {
                 "workers": workers,
                 "batch_size": 32,
-                "format": "folder",
+                **LOADER_PIPELINE,
                 "start_method": "fork",
             }
             rows.append(
@@ -361,11 +392,87 @@ def loader_rows(spec: RunSpec, rng: np.random.Generator) -> list[dict[str, Any]]
                     cache_state="warm",
                     ips=ips,
                     images=256,
+                    megapixels_per_image=CROP_MEGAPIXELS,
                     params=params,
                     extra=extra,
                     library_version="2.14.1",
                 )
             )
+    return rows + reference_loader_rows(spec, rng)
+
+
+def reference_loader_rows(spec: RunSpec, rng: np.random.Generator) -> list[dict[str, Any]]:
+    """The common default at 0 and 2 workers, an AU-emulation row and the copy-on-access
+    experiment, which reads millions of "images"/s without decoding any: a trap for "best"."""
+    rows = []
+    times = {"read": 1.1e-4, "decode": 1.4e-3, "augment": 2.2e-3, "collate": 5e-5}
+    for workers, ips in COMMON_DEFAULT_IPS.items():
+        params = {"workers": workers, "batch_size": 32, **COMMON_DEFAULT, "start_method": "fork"}
+        extra = {"stage_times_s": times, "peak_pss_bytes": int(4e8 + 2.5e8 * workers)}
+        rows.append(
+            _row(
+                spec,
+                rng,
+                stage="loader",
+                library="torch-dataloader",
+                variant="files-pillow-torchvision",
+                workers=workers,
+                batch_size=32,
+                mode="disk",
+                cache_state="warm",
+                ips=ips,
+                images=256,
+                megapixels_per_image=CROP_MEGAPIXELS,
+                params=params,
+                extra=extra,
+                library_version="2.14.1",
+            )
+        )
+    params = {
+        "workers": 2,
+        "batch_size": 32,
+        **LOADER_PIPELINE,
+        "start_method": "fork",
+        "accelerator_images_per_s": 100,
+        "compute_kind": "sleep",
+    }
+    rows.append(
+        _row(
+            spec,
+            rng,
+            stage="loader",
+            library="torch-dataloader",
+            variant="files-opencv-albumentations+au-sleep-100ips",
+            workers=2,
+            batch_size=32,
+            mode="disk",
+            cache_state="warm",
+            ips=99.0,
+            images=256,
+            megapixels_per_image=CROP_MEGAPIXELS,
+            params=params,
+            extra={"au": 0.97, "time_to_first_batch_s": 1.0},
+            library_version="2.14.1",
+        )
+    )
+    for workers in (0, 2):
+        params = {"workers": workers, "batch_size": 32, "entries": 1_000_000}
+        rows.append(
+            _row(
+                spec,
+                rng,
+                stage="loader",
+                library="cow-experiment",
+                variant="list-of-objects",
+                workers=workers,
+                batch_size=32,
+                ips=COW_EXPERIMENT_IPS,
+                images=256,
+                megapixels_per_image=0.0,
+                params=params,
+                library_version="2.14.1",
+            )
+        )
     return rows
 
 
@@ -422,7 +529,7 @@ def allocator_rows(spec: RunSpec, rng: np.random.Generator) -> list[dict[str, An
         params = {
             "workers": workers,
             "batch_size": 32,
-            "format": "folder",
+            **LOADER_PIPELINE,
             "start_method": "fork",
             "allocator": allocator,
         }
@@ -442,6 +549,7 @@ def allocator_rows(spec: RunSpec, rng: np.random.Generator) -> list[dict[str, An
                 * [1.0, 1.75][workers // 2]
                 * ALLOCATOR_EFFECT["loader", "torch-dataloader"][allocator],
                 images=256,
+                megapixels_per_image=CROP_MEGAPIXELS,
                 params=params,
                 extra={"time_to_first_batch_s": 0.2 + 0.4 * workers, "stage_times_s": stage_times},
                 library_version="2.14.1",

@@ -36,12 +36,12 @@ CHROMIUM_ARGS = [
     "--disable-sync",
 ]
 # url path -> charts the page must draw on the fixture results
-PAGES = {"": 2, "readers": 3, "augment": 2, "formats": 3, "loaders": 4, "compare": 1, "explorer": 0}
+PAGES = {"": 2, "readers": 3, "augment": 2, "formats": 3, "loaders": 5, "compare": 1, "explorer": 0}
 # Compare runs imgbench.compare's bootstrap on first view: as long as `imgbench compare`
 # (10-20 s for the fixture's 68 cases on a busy 2-core machine), so it gets longer to draw
 CHART_TIMEOUT_MS = {"compare": 120_000}
 # the same with allocator sessions in the run: one chart more on these pages
-ALLOCATOR_PAGES = {"readers": 4, "augment": 3, "loaders": 5}
+ALLOCATOR_PAGES = {"readers": 4, "augment": 3, "loaders": 6}
 
 pytestmark = pytest.mark.skipif(
     not CHROMIUM.exists(), reason="needs Debian's Chromium: apt-get install -y chromium"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+from datetime import timedelta
 from pathlib import Path
 
 import numpy as np
@@ -10,7 +12,7 @@ import pytest
 
 from imgbench.results.store import load_results
 from tests.dashboard.conftest import PAGES, chart_data, chart_specs, texts
-from tests.dashboard.fixtures import standard_runs
+from tests.dashboard.fixtures import standard_runs, write_run
 
 NEWEST_RUN = standard_runs()[1].run_id
 
@@ -20,35 +22,62 @@ def newest_rows(folder: Path) -> pd.DataFrame:
     return frame[(frame["run_id"] == NEWEST_RUN) & (frame["status"] == "ok")]
 
 
-def test_overview_best_per_stage_and_bottleneck(open_app, standard_results: Path) -> None:
+def test_overview_answers_with_a_real_configuration(open_app, standard_results: Path) -> None:
+    """The first screen names the fastest real loader configuration (ok rows), its images/s, its
+    speed-up over the common default and what bounds it; the copy-on-access experiment, with
+    millions of "images"/s, and the ceilings are references, never the answer."""
     at = open_app(standard_results)
     metrics = {m.label: m.value for m in at.metric}
     assert metrics["Runs"] == "1"  # the newest run is preselected
     assert metrics["Skipped"] == "1" and metrics["Failed"] == "1"
-    best = chart_data(at, 0, "images_per_s")
     rows = newest_rows(standard_results)
-    reads = rows[rows["stage"] == "read"]
-    assert set(best["stage"]) == {"read", "augment", "format", "loader", "native"}
-    top_read = best.loc[best["stage"] == "read", "images_per_s"].item()
-    assert top_read == pytest.approx(reads["images_per_s_median"].max())
-    assert "Bottleneck" in texts(at, "markdown")
-    runs = at.dataframe[-2].value  # the runs table lists every run whatever the Run filter
+    loaders = rows[(rows["stage"] == "loader") & (rows["library"] != "cow-experiment")]
+    loaders = loaders[~loaders["params_json"].str.contains("accelerator_images_per_s")]
+    best = loaders.loc[loaders["images_per_s_median"].idxmax()]
+    candidates = chart_data(at, 0, "role")
+    recommended = candidates[candidates["role"] == "recommended"]
+    assert list(recommended["case_id"]) == [best["case_id"]]
+    assert recommended["images_per_s"].item() == pytest.approx(best["images_per_s_median"])
+    assert metrics["Recommended, images/s"] == f"{best['images_per_s_median']:,.0f}"
+    default_0 = rows[(rows["variant"] == "files-pillow-torchvision") & (rows["workers"] == 0)][
+        "images_per_s_median"
+    ].item()
+    assert metrics["× default, 0 workers"] == f"{best['images_per_s_median'] / default_0:.1f}x"
+    assert metrics["Bounded by"] == "augment"
+    page = texts(at, "markdown")
+    assert f"`{best['case_id']} in run {NEWEST_RUN}`" in page
+    assert "Next thing to try" in page
+    assert "cow-experiment" not in set(candidates["configuration"].str.split(" ").str[0])
+    references = at.dataframe[0].value
+    assert set(references["kind"]) == {"experiment", "ceiling"}
+    assert "cow-experiment · list-of-objects · 2 workers" in set(references["what"])
+    assert not references["what"].str.contains("reduce").any()
+    runs = at.dataframe[1].value  # the runs table lists every run whatever the Run filter
     assert set(runs["run_id"]) == {spec.run_id for spec in standard_runs()}
 
 
-def test_overview_best_storage_read_is_not_the_raw_file_ceiling(
-    open_app, standard_results: Path
-) -> None:
-    """``raw-file`` (one big file read sequentially) is the ceiling, not a format to choose."""
-    formats = newest_rows(standard_results).query("stage == 'format' and mode != 'write'")
-    ceiling = formats["library"] == "raw-file"
-    fastest_format = formats.loc[~ceiling, "images_per_s_median"].max()
-    assert formats.loc[ceiling, "images_per_s_median"].max() > fastest_format  # the trap is set
-    at = open_app(standard_results)
-    best = chart_data(at, 0, "images_per_s")
-    storage = best[best["stage"] == "format"]
-    assert storage["library"].item() != "raw-file"
-    assert storage["images_per_s"].item() == pytest.approx(fastest_format)
+def test_overview_answers_per_machine_never_pooled(open_app, tmp_path: Path) -> None:
+    """Two machines in the folder (Run filter cleared): one answer each, each from its rows."""
+    base = standard_runs()[0]
+    write_run(tmp_path, base)
+    other = replace(
+        base,
+        run_id="20261122T120000Z-default-dddddd",
+        created=base.created + timedelta(days=2),
+        machine_id="m-big-16core",
+        hostname="big-box",
+        speed=3.0,
+        seed=9,
+    )
+    write_run(tmp_path, other)
+    at = open_app(tmp_path)
+    at.multiselect(key="filter_run").set_value([]).run()
+    subheaders = texts(at, "subheader")
+    assert "ci-box · m-ci-2core" in subheaders and "big-box · m-big-16core" in subheaders
+    assert "2 machine, dataset and output combinations" in texts(at, "caption")
+    first, second = chart_data(at, 0, "role"), chart_data(at, 2, "role")
+    assert set(first["run_id"]) == {other.run_id}  # the newest machine's answer first
+    assert set(second["run_id"]) == {base.run_id}
 
 
 def test_readers_throughput_interval_and_native(open_app, standard_results: Path) -> None:
@@ -117,18 +146,43 @@ def test_formats_warm_cold_order_and_size(open_app, standard_results: Path) -> N
 def test_loaders_scaling_memory_breakdown_au(open_app, standard_results: Path) -> None:
     at = open_app(standard_results, "loaders")
     curve = chart_data(at, 0, "workers_n")
-    for _, group in curve.groupby("pipeline"):
+    sweeps = curve[curve["pipeline"].str.contains("files-opencv-albumentations")]
+    for _, group in sweeps.groupby("pipeline"):
         assert sorted(group["workers_n"]) == [0, 1, 2, 4]
-    memory = chart_data(at, 1, "process")
+    memory = chart_data(at, 2, "process")
     assert set(memory["process"]) == {"main", "worker-0", "worker-1", "worker-2", "worker-3"}
     assert (memory["mb"] > 0).all()
     at.radio(key="loaders_memory_kind").set_value("USS").run()
-    uss = chart_data(at, 1, "process")
+    uss = chart_data(at, 2, "process")
     assert uss["mb"].sum() < memory["mb"].sum()  # USS excludes shared pages
-    parts = chart_data(at, 2, "part")
+    at.radio(key="loaders_memory_kind").set_value("RSS").run()
+    rss = chart_data(at, 2, "process")
+    worker = rss[rss["process"] == "worker-0"].sort_values("t_s")
+    assert len(worker) > 4 * len(memory[memory["process"] == "worker-0"])  # the fast RSS clock
+    assert worker["mb"].iloc[-1] > worker["mb"].iloc[0]  # growth drawn
+    captions = texts(at, "caption")
+    assert "RSS alone every 0.1 s (cost 0.002 s reading statm)" in captions
+    parts = chart_data(at, 3, "part")
     assert set(parts["part"]) == {"read", "decode", "augment", "collate"}
-    au = chart_data(at, 3, "au_percent")
+    au = chart_data(at, 4, "au_percent")
     assert au["au_percent"].between(0, 100).all()
+
+
+def test_loaders_experiments_have_their_own_chart(open_app, standard_results: Path) -> None:
+    """The copy-on-access experiment (millions of "images"/s) and AU emulation never share the
+    real loaders' axis."""
+    at = open_app(standard_results, "loaders")
+    real = chart_data(at, 0, "workers_n")
+    assert not real["pipeline"].str.contains("cow-experiment|au-sleep").any()
+    assert real["pipeline"].str.contains("files-pillow-torchvision").any()  # the common default
+    assert real["images_per_s"].max() < 10_000
+    experiments = chart_data(at, 1, "label")
+    assert set(experiments["pipeline"].str.split(" · ").str[0]) == {
+        "cow-experiment",
+        "torch-dataloader",
+    }
+    assert experiments["pipeline"].str.contains("au-sleep").any()
+    assert "Experiments (not pipelines)" in texts(at, "subheader")
 
 
 def test_explorer_search_and_columns(open_app, standard_results: Path) -> None:

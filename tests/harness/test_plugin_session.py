@@ -141,3 +141,69 @@ def test_missing_dataset_path_is_one_clear_line(tmp_path: Path) -> None:
     assert proc.returncode == 4  # pytest usage error
     assert "dataset path does not exist: /nonexistent/photos" in proc.stderr
     assert "Traceback" not in proc.stderr + proc.stdout
+
+
+OTHER_ENV_BENCH = """
+import pytest
+from imgbench.harness.case import Case, Workload
+
+
+def ok_prepare(ctx, case):
+    return Workload(items=[b"x"] * 4, fn=len, bytes_per_round=4, megapixels_per_round=0.1)
+
+
+CASES = [
+    Case(stage="test", library="alpha", variant="ok", prepare=ok_prepare, params={"threads": 1}),
+    Case(stage="test", library="simd", variant="ok", prepare=ok_prepare, environment="pillow-simd"),
+]
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.test_id for c in CASES])
+def test_case(imgbench, case):
+    imgbench.measure(case)
+"""
+
+
+def test_other_environment_cases_write_no_rows(tmp_path: Path, tiny_dataset: Path) -> None:
+    """A case of another environment is left to that environment's session: no skipped row in
+    this session's file, one summary line saying where it runs."""
+    (tmp_path / "test_fake_bench.py").write_text(OTHER_ENV_BENCH)
+    results = tmp_path / "results"
+    proc = run_pytest(_args(tiny_dataset, results), cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    (path,) = results.glob("*.parquet")
+    frame = pd.read_parquet(path)
+    assert list(frame["library"]) == ["alpha"]
+    assert (frame["status"] == "ok").all()
+    assert "1 cases run in the pillow-simd environment" in proc.stdout
+
+
+def test_registered_cases_of_other_environments_are_not_collected(
+    tmp_path: Path, tiny_dataset: Path
+) -> None:
+    """The default profile's readers include pillow-simd and TensorFlow cases: the main session
+    does not collect them, so the skipped rows it writes carry only real reasons."""
+    (tmp_path / "bench_read.py").write_text(
+        "import pytest\n\npytestmark = pytest.mark.imgbench(stage='read')\n\n\n"
+        "def test_read(imgbench, imgbench_case):\n    imgbench.measure(imgbench_case)\n"
+    )
+    results = tmp_path / "results"
+    proc = run_pytest(
+        [
+            "bench_read.py",
+            f"--dataset={tiny_dataset}",
+            f"--imgbench-results={results}",
+            "--imgbench-profile=default",
+            "--imgbench-rounds=2",
+            "-k",
+            "simplejpeg-decode-jpeg-jpeg-memory-t1 or pillow-simd-open-convert-jpeg-memory-t1",
+        ],
+        cwd=tmp_path,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    (path,) = results.glob("*.parquet")
+    frame = pd.read_parquet(path)
+    assert set(frame["environment"]) == {"main"}
+    assert not frame["reason"].fillna("").str.contains("environment").any()
+    assert "cases run in the pillow-simd environment" in proc.stdout
+    assert "cases run in the tensorflow environment" in proc.stdout

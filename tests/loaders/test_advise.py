@@ -53,6 +53,11 @@ STAGES = {"read": 0.0001, "decode": 0.0015, "augment": 0.0016, "collate": 0.0002
 
 
 def _results(tmp_path: Path) -> Path:
+    write_rows(_rows(), tmp_path / "r1.parquet")
+    return tmp_path
+
+
+def _rows() -> list[dict]:
     rows = [
         _row("torch-dataloader", 0, 300.0, 900_000_000, STAGES),
         _row("torch-dataloader", 2, 560.0, 1_500_000_000, STAGES),
@@ -70,8 +75,7 @@ def _results(tmp_path: Path) -> Path:
     ]
     rows[-1]["variant"] = "files-opencv-none"
     rows[-1]["case_id"] += "-none"
-    write_rows(rows, tmp_path / "r1.parquet")
-    return tmp_path
+    return rows
 
 
 def test_reaching_configurations_fewest_workers_and_least_memory_first(tmp_path: Path) -> None:
@@ -260,3 +264,62 @@ def test_allocator_section_fits_80_columns(tmp_path: Path, jemalloc_here: None) 
     output = _advise(_allocator_results(tmp_path, 1.9, 0.02, jemalloc=1.2), columns=80)
     assert "MALLOC_TOP_PAD_=100000000" in output and "…" not in output
     assert max(len(line) for line in output.splitlines()) <= 80
+
+
+# -- memory: the workers' summed PSS against the machine's RAM --------------------------------
+def _small_machine(tmp_path: Path, ram_bytes: int) -> Path:
+    """The rows of ``_results`` measured on a machine with ``ram_bytes`` of RAM; the DataLoader
+    rows record the main process's and each worker's PSS, as the memory sampler does."""
+    rows = _rows()
+    for row in rows:
+        row["ram_bytes"] = ram_bytes
+        extra = json.loads(row["extra_json"])
+        workers = int(row["workers"] or 0)
+        extra["final_pss_bytes"] = {"main": 600_000_000}
+        extra["worker_pss_bytes_mean"] = 300_000_000 if workers else None
+        row["extra_json"] = json.dumps(extra)
+    accelerator = next(r for r in rows if "accelerator_images_per_s" in r["params_json"])
+    extra = json.loads(accelerator["extra_json"])
+    accelerator["extra_json"] = json.dumps({**extra, "au": 0.97})
+    write_rows(rows, tmp_path / "r1.parquet")
+    return tmp_path
+
+
+def test_a_configuration_whose_pss_exceeds_ram_is_not_advised(tmp_path: Path) -> None:
+    """2 GB of RAM: the 4-worker DataLoader (2.1 GB summed PSS) reaches 500 images/s but is
+    named as not advised; each advised one states the RAM it leaves."""
+    folder = _small_machine(tmp_path, ram_bytes=2_000_000_000)
+    result = CliRunner(env={"COLUMNS": "250"}).invoke(
+        app, ["advise", "--target", "500", "--results", str(folder)]
+    )
+    assert result.exit_code == 0, result.output
+    table = result.output.split("Reaching the target")[1].split("Not advised")[0]
+    assert "2 configuration(s) reach it" in result.output
+    assert " 4 " not in table  # the 4-worker row is not among the advised
+    assert "0.5 GB 25%" in table  # 2.0 GB RAM - 1.5 GB PSS (torch-dataloader, 2 workers)
+    assert "1.0 GB 50%" in table  # threadpool, 1.0 GB PSS
+    rule = result.output.split("Not advised:")[1]
+    assert "1 configuration(s) reach the target but their processes' summed PSS" in rule
+    assert "with 4 workers: 2.1 GB PSS, RAM 2.0 GB" in rule
+
+
+def test_workers_needed_beyond_ram_are_said_to_be(tmp_path: Path) -> None:
+    """No configuration reaches 5,000 images/s; 17 workers at 0.3 GB each plus the main
+    process's 0.6 GB would need 5.7 GB: more than 4 GB of RAM."""
+    folder = _small_machine(tmp_path, ram_bytes=4_000_000_000)
+    result = CliRunner(env={"COLUMNS": "250"}).invoke(
+        app, ["advise", "--target", "5000", "--results", str(folder)]
+    )
+    assert result.exit_code == 0, result.output
+    assert "17 of its workers would hold about 5.7 GB PSS together" in result.output
+    assert "more than this machine's RAM: not advised" in result.output
+
+
+def test_au_rows_are_used_for_targets_they_cover(tmp_path: Path) -> None:
+    folder = _small_machine(tmp_path, ram_bytes=24_000_000_000)
+    runner = CliRunner(env={"COLUMNS": "250"})
+    covered = runner.invoke(app, ["advise", "--target", "80", "--results", str(folder)])
+    assert "kept an emulated 100 images/s accelerator 97% busy" in covered.output
+    beyond = runner.invoke(app, ["advise", "--target", "500", "--results", str(folder)])
+    assert "AU was measured for emulated accelerators up to 100 images/s" in beyond.output
+    assert "Fastest overall" in beyond.output  # the shared answer (imgbench.answer)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pandas as pd
@@ -23,7 +24,8 @@ DASHBOARD_KEYS = (
 
 
 @pytest.fixture(scope="module")
-def loader_rows(tmp_path_factory: pytest.TempPathFactory, photo_dir: Path) -> pd.DataFrame:
+def loader_results(tmp_path_factory: pytest.TempPathFactory, photo_dir: Path) -> Path:
+    """The results folder of a real quick-profile loader session on real photos."""
     out = tmp_path_factory.mktemp("loader-bench")
     proc = run_pytest(
         [
@@ -37,7 +39,12 @@ def loader_rows(tmp_path_factory: pytest.TempPathFactory, photo_dir: Path) -> pd
         timeout=240,
     )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    (parquet,) = (out / "results").glob("*.parquet")
+    return out / "results"
+
+
+@pytest.fixture(scope="module")
+def loader_rows(loader_results: Path) -> pd.DataFrame:
+    (parquet,) = loader_results.glob("*.parquet")
     return pd.read_parquet(parquet)
 
 
@@ -46,6 +53,7 @@ def test_quick_profile_rows(loader_rows: pd.DataFrame) -> None:
     assert set(zip(loader_rows.library, loader_rows.workers, strict=True)) == {
         ("torch-dataloader", 0),
         ("torch-dataloader", 2),
+        ("torch-dataloader", os.cpu_count() or 2),  # the common default at one worker per core
         ("threadpool", 2),
     }
     assert (loader_rows.stage == "loader").all()
@@ -59,7 +67,10 @@ def test_quick_profile_rows(loader_rows: pd.DataFrame) -> None:
     assert (loader_rows.images_per_s_median > 0).all()
     params = loader_rows.params_json.map(json.loads)
     assert {p["format"] for p in params} == {"files"}
-    assert {p["pipeline"] for p in params} == {"albumentations/numpy:train-classification"}
+    assert {p["pipeline"] for p in params} == {
+        "albumentations/numpy:train-classification",
+        "torchvision/v2-pil:train-classification",  # the common default
+    }
     forked = [
         p.get("start_method")
         for p, lib in zip(params, loader_rows.library, strict=True)
@@ -100,6 +111,70 @@ def test_rows_record_the_first_batch_check_and_pipeline_versions(loader_rows: pd
         assert extra["first_batch"]["shape"] == [8, 3, 224, 224]
         versions = extra["pipeline_versions"]
         assert versions["numpy"] == dist_version("numpy")
-        # the default pipeline: OpenCV decodes, albumentations augments, torch collates
-        for dist in ("opencv-python-headless", "albumentations", "torch"):
+        # the default pipeline: OpenCV decodes, albumentations augments, torch collates; the
+        # common default: Pillow decodes, torchvision augments
+        common = "torchvision" in json.loads(row.params_json)["pipeline"]
+        dists = (
+            ("pillow", "torchvision") if common else ("opencv-python-headless", "albumentations")
+        )
+        for dist in (*dists, "torch"):
             assert versions[dist] == dist_version(dist), (row.test_id, dist)
+
+
+def test_the_answer_on_real_rows(loader_results: Path) -> None:
+    """The answer names the fastest ok row as it was measured, and its speed-up over the
+    common default measured in the same session."""
+    from imgbench.answer import answers
+    from imgbench.results.store import load_results
+
+    frame = load_results(loader_results).frame
+    (answer,) = answers(frame)
+    assert answer.best is not None and answer.default_0 is not None
+    fastest = frame.loc[frame["images_per_s_median"].idxmax()]
+    assert answer.best.case_id == fastest["case_id"] and fastest["status"] == "ok"
+    assert answer.output == "3x224x224"
+    assert answer.default_0.configuration.decoder == "pillow/open-convert"
+    assert answer.bound is not None and answer.bound.stage in {
+        "read",
+        "decode",
+        "augment",
+        "collate",
+        "hand-over",
+    }
+
+
+@pytest.mark.skipif(
+    not Path("/usr/bin/chromium").exists(),
+    reason="needs Debian's Chromium: apt-get install chromium",
+)
+def test_overview_in_chromium_on_real_rows(loader_results: Path) -> None:
+    """The Overview of a real run, in Chromium: its first screen names a configuration that has
+    an ok row, and nothing experimental is called best."""
+    from playwright.sync_api import sync_playwright
+
+    from imgbench.results.store import load_results
+    from tests.dashboard.test_browser import ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, serve
+
+    frame = load_results(loader_results).frame
+    ok = set(frame.loc[frame["status"] == "ok", "case_id"])
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    with serve(loader_results) as url, sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            page.goto(url, wait_until="domcontentloaded")
+            page.wait_for_selector("[data-testid='stMetric']", timeout=60_000)
+            page.wait_for_function(
+                'document.querySelectorAll(\'[data-testid="stVegaLiteChart"] canvas, '
+                '[data-testid="stVegaLiteChart"] svg.marks\').length >= 2',
+                timeout=60_000,
+            )
+            text = page.locator("[data-testid='stMain']").inner_text()
+            page.screenshot(path=str(ARTIFACTS / "overview-real-run.png"), full_page=True)
+        finally:
+            browser.close()
+    cited = [c for c in ok if f"{c} in run" in text]
+    assert cited, text[:2000]
+    headline = next(line for line in text.splitlines() if line.startswith("Use reader"))
+    assert "experiment" not in headline and "tjbench" not in headline
+    assert "Recommended, images/s" in text and "Bounded by" in text

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import time
@@ -57,6 +58,34 @@ def test_memory_sampler_sees_a_worker_and_reap_ends_it() -> None:
     assert summary["peak_pss_bytes"] >= summary["final_pss_bytes"]["main"]
 
 
+def test_rss_is_sampled_between_full_samples_and_its_cost_recorded() -> None:
+    """A child that grows 10 MB every 0.1 s: the cheap RSS clock draws the growth while the
+    full (PSS/USS) clock takes a few points; both clocks' costs are in the summary."""
+    child = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import time\nkeep = []\nfor _ in range(100):\n"
+            "    keep.append(bytearray(b'x' * 10_000_000)); time.sleep(0.1)",
+        ]
+    )
+    try:
+        sampler = MemorySampler(lambda: [child.pid], interval_s=0.5, light_interval_s=0.05)
+        sampler.start()
+        time.sleep(1.6)
+        summary = sampler.stop()
+    finally:
+        reap([child.pid], grace_s=2)
+    full = [p for p in summary["memory_timeline"] if p["process"] == "worker-0"]
+    light = [p for p in summary["rss_timeline"] if p["process"] == "worker-0"]
+    assert 2 <= len(full) <= 6
+    assert len(light) >= 15  # about 1.6 s / 0.05 s, minus the full samples' ticks
+    assert light[-1]["rss_bytes"] - light[0]["rss_bytes"] > 50_000_000  # the growth is drawn
+    assert all(set(p) == {"t_s", "process", "rss_bytes"} for p in light)
+    assert summary["memory_interval_s"] == 0.5 and summary["memory_light_interval_s"] == 0.05
+    assert 0 < summary["memory_light_sampling_s"] < summary["memory_sampling_s"]
+
+
 def test_growth_is_the_slope_of_summed_pss() -> None:
     timeline = [
         {"t_s": t, "process": name, "rss_bytes": 0, "uss_bytes": 0, "pss_bytes": 1000 + 60 * t * k}
@@ -92,11 +121,18 @@ def test_compute_step_and_au() -> None:
 
 def test_case_matrix_per_profile() -> None:
     quick = loader_cases(get_profile("quick"))
-    assert [(c.library, c.params["workers"]) for c in quick] == [
-        ("torch-dataloader", 0),
-        ("torch-dataloader", 2),
-        ("threadpool", 2),
+    cores = os.cpu_count() or 2
+    assert [(c.library, c.variant, c.params["workers"]) for c in quick] == [
+        ("torch-dataloader", "files-opencv-albumentations", 0),
+        ("torch-dataloader", "files-opencv-albumentations", 2),
+        # the common default the answer's speed-ups are over: at 0 workers and one per core
+        ("torch-dataloader", "files-pillow-torchvision", 0),
+        ("torch-dataloader", "files-pillow-torchvision", cores),
+        ("threadpool", "files-opencv-albumentations", 2),
     ]
+    baseline = next(c for c in quick if c.variant == "files-pillow-torchvision")
+    assert baseline.params["decoder"] == "pillow/open-convert"
+    assert baseline.params["pipeline"] == "torchvision/v2-pil:train-classification"
     default = loader_cases(get_profile("default"))
     ids = [c.case_id for c in default]
     assert len(ids) == len(set(ids))

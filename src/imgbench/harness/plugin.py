@@ -67,6 +67,8 @@ class SessionState:
     secondary: bool = False
     allocator_session: bool = False
     rows: list[dict[str, Any]] = field(default_factory=list)
+    # cases left to their own environment's session, by environment: counted, never a row
+    elsewhere: dict[str, int] = field(default_factory=dict)
     _context: CaseContext | None = None
     _dataset_error: str | None = None
     _server: WorkerServer | None = None
@@ -292,8 +294,13 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     cases = stage_cases(stage, state.profile)
     if state.allocator_session:
         cases = with_allocator(cases, state.allocator)
-    if state.environment != "main":  # an isolated environment runs only its own cases
-        cases = [c for c in cases if c.environment == state.environment]
+    # Each session runs only its own environment's cases: the others are measured by their
+    # environment's session (`imgbench run` starts it), so here they are counted, not written as
+    # skipped rows that would drown the real reasons.
+    for case in cases:
+        if case.environment != state.environment:
+            state.elsewhere[case.environment] = state.elsewhere.get(case.environment, 0) + 1
+    cases = [c for c in cases if c.environment == state.environment]
     metafunc.parametrize("imgbench_case", cases, ids=[c.test_id for c in cases])
 
 
@@ -308,6 +315,9 @@ class Harness:
     def measure(self, case: Case) -> Measurement:
         self._item.stash[CASE_KEY] = case
         if case.environment != self._state.environment:
+            self._item.stash[RECORDED_KEY] = True  # its own environment's session writes its row
+            envs = self._state.elsewhere
+            envs[case.environment] = envs.get(case.environment, 0) + 1
             pytest.skip(
                 f"runs in the {case.environment} environment: `imgbench env create "
                 f"{case.environment}`, then `imgbench run --env {case.environment}`"
@@ -500,13 +510,21 @@ def pytest_benchmark_update_machine_info(config: pytest.Config, machine_info: di
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
     state = config.stash.get(STATE_KEY, None)
-    if state is None or not state.rows:
+    if state is None or not (state.rows or state.elsewhere):
+        return
+    terminalreporter.write_sep("-", "imgbench")
+    if state.elsewhere:
+        for environment, n in sorted(state.elsewhere.items()):
+            terminalreporter.write_line(
+                f"{n} cases run in the {environment} environment, not this {state.environment} "
+                f"session (no rows here): `imgbench run --env {environment}`"
+            )
+    if not state.rows:
         return
     counts: dict[str, int] = {}
     for row in state.rows:
         counts[row["status"]] = counts.get(row["status"], 0) + 1
     summary = ", ".join(f"{n} {status}" for status, n in sorted(counts.items()))
-    terminalreporter.write_sep("-", "imgbench")
     if state._context is not None:
         ds = state._context.dataset
         bad = ds.manifest.bad

@@ -67,6 +67,9 @@ class Advice:
     others: pd.DataFrame  # the rest, fastest first
     machine_note: str
     allocator_gains: tuple[AllocatorGain, ...] = field(default=())
+    too_big: pd.DataFrame | None = None  # reach the target, but their summed PSS exceeds RAM
+    au_rows: pd.DataFrame | None = None  # the loader feeding an emulated accelerator
+    answer: Any = None  # imgbench.answer's Answer for these rows' machine and dataset
 
 
 def _extra(text: Any) -> dict[str, Any]:
@@ -107,6 +110,16 @@ def loader_configurations(frame: pd.DataFrame) -> pd.DataFrame:
         ],
         pipeline_s_per_image=[e.get("pipeline_s_per_image") for e in extra],
         allocator_param=[p.get("allocator") for p in params],
+        worker_pss_bytes=[e.get("worker_pss_bytes_mean") for e in extra],
+        main_pss_bytes=[(e.get("final_pss_bytes") or {}).get("main") for e in extra],
+    )
+    ram = pd.to_numeric(rows["ram_bytes"], errors="coerce").astype(float)
+    memory = pd.to_numeric(rows["memory_bytes"], errors="coerce").astype(float)
+    rows = rows.assign(
+        headroom_bytes=(ram - memory).to_numpy(),
+        # False only when both are known and the processes' summed PSS exceeds the RAM
+        fits=~((memory > ram).to_numpy(dtype=bool, na_value=False)),
+        ram_n=ram.to_numpy(),
     )
     rows = rows.sort_values("created_utc").groupby("case_id", as_index=False).tail(1)
     return rows
@@ -153,13 +166,47 @@ def advise(
         note = f"this machine ({machine_id})"
     elif not rows.empty:
         note = "other machines (none of these rows was measured here)"
-    reaching = rows[rows["images_per_s_median"] >= target].sort_values(
+    fast = (rows["images_per_s_median"] >= target).to_numpy(dtype=bool, na_value=False)
+    fits = rows["fits"].to_numpy(dtype=bool)
+    reaching = rows[fast & fits].sort_values(
         ["workers_n", "memory_bytes", "images_per_s_median"], ascending=[True, True, False]
     )
-    others = rows[rows["images_per_s_median"] < target].sort_values(
-        "images_per_s_median", ascending=False
+    others = rows[~fast].sort_values("images_per_s_median", ascending=False)
+    return Advice(
+        reaching,
+        others,
+        note,
+        tuple(allocator_gains(frame, machine_id, pipeline)),
+        too_big=rows[fast & ~fits],
+        au_rows=au_rows(frame, set(rows["machine_id"].astype(str))),
+        answer=_answer_for(frame, set(rows["machine_id"].astype(str))),
     )
-    return Advice(reaching, others, note, tuple(allocator_gains(frame, machine_id, pipeline)))
+
+
+def au_rows(frame: pd.DataFrame, machines: set[str]) -> pd.DataFrame:
+    """Ok loader rows with an emulated accelerator step: accelerator speed, AU, workers."""
+    rows = frame[(frame["stage"] == "loader") & (frame["status"] == "ok")]
+    rows = rows[rows["machine_id"].astype(str).isin(machines)]
+    if rows.empty:
+        return rows
+    params, extra = rows["params_json"].map(_params), rows["extra_json"].map(_extra)
+    accelerator = [p.get("accelerator_images_per_s") for p in params]
+    rows = rows.assign(
+        accelerator_images_per_s=accelerator,
+        au=[e.get("au") for e in extra],
+        workers_n=pd.to_numeric(rows["workers"], errors="coerce").fillna(0).astype(int),
+    )
+    keep = [a is not None for a in accelerator]
+    rows = rows[keep]
+    return rows.sort_values("created_utc").groupby("case_id", as_index=False).tail(1)
+
+
+def _answer_for(frame: pd.DataFrame, machines: set[str]) -> Any:
+    """The shared answer (imgbench.answer) for the advised machine, newest dataset first."""
+    from imgbench.answer import answers
+
+    mine = frame[frame["machine_id"].astype(str).isin(machines)]
+    return next((a for a in answers(mine) if a.best is not None), None)
 
 
 def base_case_id(case_id: str) -> str:
@@ -316,13 +363,30 @@ def workers_needed(pipeline_s_per_image: float | None, target: float) -> int | N
 
 def _batch(row: pd.Series) -> str:  # "32", not "32.0" (the column is float where rows lack it)
     size = row["batch_size"]
-    return str(int(size)) if isinstance(size, int | float) and size == size else "?"
+    return str(int(size)) if _number(size) else "?"
 
 
 def _config_label(row: pd.Series) -> str:
     label = f"{row['library']} · {row['variant']} · batch {_batch(row)}"
     allocator = row.get("allocator_param")
     return f"{label} · {allocator}" if isinstance(allocator, str) else label
+
+
+def headroom_text(row: pd.Series) -> str:
+    """RAM the configuration leaves free: GB and share of the machine's RAM."""
+    headroom, ram = row.get("headroom_bytes"), row.get("ram_n")
+    if not _number(headroom) or not _number(ram) or not ram:
+        return "?"
+    return f"{headroom / 1e9:,.1f} GB {headroom / ram:.0%}"
+
+
+def estimated_pss(row: pd.Series, workers: int) -> float | None:
+    """Summed PSS at ``workers``: the main process's plus ``workers`` times the measured mean
+    per worker (the row's own ``final_pss_bytes`` and ``worker_pss_bytes_mean``)."""
+    main, worker = row.get("main_pss_bytes"), row.get("worker_pss_bytes")
+    if not _number(main) or not _number(worker):
+        return None
+    return float(main) + workers * float(worker)
 
 
 def _table(rows: pd.DataFrame, title: str) -> Table:
@@ -332,6 +396,7 @@ def _table(rows: pd.DataFrame, title: str) -> Table:
     table.add_column("wk", justify="right")
     table.add_column("img/s", justify="right")
     table.add_column("PSS MB", justify="right")
+    table.add_column("RAM left", justify="right")
     table.add_column("limited by", overflow="fold")
     for _, row in rows.iterrows():
         memory = row["memory_bytes"]
@@ -340,6 +405,7 @@ def _table(rows: pd.DataFrame, title: str) -> Table:
             str(row["workers_n"]),
             f"{row['images_per_s_median']:,.0f}",
             f"{memory / 1e6:,.0f}" if isinstance(memory, int | float) and memory == memory else "?",
+            headroom_text(row),
             row["bottleneck"],
         )
     return table
@@ -384,6 +450,9 @@ def advise_command(
             f"({best['images_per_s_median']:,.0f} images/s)."
         )
         console.print(_table(advice.reaching.head(show), "Reaching the target"))
+        _print_memory_rule(console, advice)
+        _print_au(console, advice, target)
+        _print_answer(console, advice)
         _print_allocators(console, advice.allocator_gains)
         return
     best = advice.others.iloc[0]
@@ -399,8 +468,76 @@ def advise_command(
             f"Its pipeline costs {1e3 * best['pipeline_s_per_image']:.2f} ms of work per image: "
             f"about {needed} busy cores at perfect scaling; this machine has {cores}."
         )
+        pss, ram = estimated_pss(best, needed), best.get("ram_n")
+        if pss is not None and _number(ram):
+            verdict = (
+                "more than this machine's RAM: not advised even with the cores"
+                if pss > ram
+                else f"leaving {(ram - pss) / 1e9:,.1f} GB of RAM"
+            )
+            console.print(
+                f"{needed} of its workers would hold about {pss / 1e9:,.1f} GB PSS together "
+                f"(measured per worker), {verdict}."
+            )
     console.print(_table(advice.others.head(show), "Fastest configurations"))
+    _print_memory_rule(console, advice)
+    _print_au(console, advice, target)
+    _print_answer(console, advice)
     _print_allocators(console, advice.allocator_gains)
+
+
+def _print_memory_rule(console: Console, advice: Advice) -> None:
+    """Configurations fast enough whose processes' summed PSS exceeds the machine's RAM."""
+    if advice.too_big is None or advice.too_big.empty:
+        return
+    console.print(
+        f"[yellow]Not advised: {len(advice.too_big)} configuration(s) reach the target but their "
+        "processes' summed PSS exceeds the machine's RAM:[/]"
+    )
+    for _, row in advice.too_big.iterrows():
+        console.print(
+            f"  {_config_label(row)} with {row['workers_n']} workers: "
+            f"{row['memory_bytes'] / 1e9:,.1f} GB PSS, RAM {row['ram_n'] / 1e9:,.1f} GB",
+            highlight=False,
+            markup=False,
+        )
+
+
+def _print_au(console: Console, advice: Advice, target: float) -> None:
+    """Measured accelerator utilisation, for emulated accelerators at least as fast as the target."""
+    rows = advice.au_rows
+    if rows is None or rows.empty:
+        return
+    fast = rows[pd.to_numeric(rows["accelerator_images_per_s"], errors="coerce") >= target]
+    if fast.empty:
+        top = pd.to_numeric(rows["accelerator_images_per_s"], errors="coerce").max()
+        console.print(
+            f"AU was measured for emulated accelerators up to {top:,.0f} images/s, below the "
+            "target: no AU figure applies.",
+            highlight=False,
+        )
+        return
+    for _, row in fast.iterrows():
+        au = row["au"]
+        console.print(
+            f"AU: {row['library']} with {row['workers_n']} workers kept an emulated "
+            f"{row['accelerator_images_per_s']:,.0f} images/s accelerator "
+            + (f"{au:.0%} busy" if _number(au) else "busy (AU not recorded)")
+            + " (MLPerf Storage passes at 90%).",
+            highlight=False,
+        )
+
+
+def _print_answer(console: Console, advice: Advice) -> None:
+    """The same answer as the dashboard's Overview and `imgbench report`."""
+    answer = advice.answer
+    if answer is None:
+        return
+    console.print(
+        f"Fastest overall ({answer.title}): {answer.headline()}", highlight=False, markup=False
+    )
+    if answer.next_step:
+        console.print(f"Next thing to try: {answer.next_step}.", highlight=False, markup=False)
 
 
 def _print_allocators(console: Console, gains: tuple[AllocatorGain, ...]) -> None:

@@ -42,6 +42,13 @@ def loader_cases(profile: Profile) -> list[Case]:
         for name in plan.sweep_pipelines
         for w in plan.workers()
     ]
+    if plan.baseline_pipeline and plan.baseline_pipeline not in plan.sweep_pipelines:
+        baseline = pipeline_config(plan.baseline_pipeline)
+        cases += [
+            loader_case(spec.library, w, plan=plan, config=baseline)
+            for spec in reference
+            for w in plan.baseline_workers()
+        ]
     cases += [
         loader_case(s.library, t, plan=plan)
         for s in specs

@@ -25,11 +25,17 @@ class LoaderPlan(StagePlan):
     sweep_pipelines: tuple[str, ...] = ("default", "uint8")  # each swept over worker_sweep
     thread_sweep: tuple[int, ...] = (2, 4)  # thread-pool loaders
     extra_pipelines: tuple[str, ...] = ("torchvision", "decode-only", "lmdb", "pillow")
+    # the baseline every answer is compared with, at 0 workers and at as many as cores
+    baseline_pipeline: str | None = "common-default"
     start_methods: tuple[str, ...] = ("fork", "spawn", "forkserver")
     knobs: bool = True  # persistent_workers off, prefetch_factor 4, pin_memory
     au_accelerators: tuple[int, ...] = (100, 200)  # emulated accelerator speeds, images/s
     cow_workers: tuple[int, ...] = (0, 2, 4)  # the copy-on-access memory experiment
     cow_entries: int = 1_000_000
+
+    def baseline_workers(self) -> tuple[int, ...]:
+        """0 workers and one per core: the common default as it is usually run."""
+        return (0, os.cpu_count() or 2)
 
     def workers(self) -> tuple[int, ...]:
         """The worker counts of the sweep."""

@@ -14,6 +14,9 @@ from imgbench.loaders.pipeline import NO_AUGMENT, PipelineConfig
 # The pipelines plans and specs name: reader -> decoder -> augmentation, as PipelineConfig.
 NAMED_PIPELINES: dict[str, PipelineConfig] = {
     "default": PipelineConfig(),
+    # what most training scripts start from: Pillow + image folder + torchvision transforms; the
+    # Overview's speed-ups are over it (imgbench.answer)
+    "common-default": PipelineConfig(decoder="pillow/open-convert", augment="torchvision/v2-pil"),
     # the same work shipped as uint8, normalised on the accelerator: a quarter of the bytes
     # cross processes (docs/loaders.md, "why workers scale less than the cores")
     "uint8": PipelineConfig(recipe="train-uint8"),

@@ -1,0 +1,172 @@
+"""Which stage bounds a loader configuration, and the next thing to try, from measured rows only.
+
+A loader row records the seconds per image each step of its pipeline took (``stage_times_s``) and,
+with workers, how busy they were (``parallel_efficiency``: their work over workers x wall time).
+Low efficiency means the hand-over between processes (collating, pickling, shared memory) bounds
+the loader, not a step; otherwise the largest step does. The next thing to try is the faster
+alternative the other stages measured on the same machine and dataset for that step, or the
+setting that moves the bound (uint8 batches, more workers), never a guess without rows.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pandas as pd
+
+from imgbench.answer.rows import (
+    FILES,
+    Configuration,
+    Row,
+    as_dict,
+    is_ceiling,
+    number,
+    param_is,
+    where,
+)
+
+HAND_OVER_LIMITED = 0.6  # parallel efficiency below this: moving batches between processes
+WORTH_TRYING = 1.10  # an alternative this much faster in its own stage is worth a loader run
+FOLDER_FORMAT = "folder"  # the format stage's name for the files a loader reads as they are
+STEP_TO_STAGE = {"decode": "read", "augment": "augment", "read": "format"}
+
+
+@dataclass(frozen=True)
+class Bound:
+    """The stage that bounds a configuration: ``stage`` is a step name or ``hand-over``."""
+
+    stage: str
+    text: str
+    ms_per_image: float | None = None
+
+
+def bounding_stage(extra: dict[str, object], config: Configuration, cores: int | None) -> Bound:
+    times = {
+        str(k): float(v)
+        for k, v in (as_dict(extra.get("stage_times_s")) or {}).items()
+        if number(v) is not None
+    }
+    if not times:
+        return Bound("unknown", "unknown: the row has no stage times")
+    step = max(times, key=times.__getitem__)
+    total = sum(times.values())
+    share = times[step] / total if total > 0 else 0.0
+    ms = 1e3 * times[step]
+    efficiency = number(extra.get("parallel_efficiency"))
+    if config.workers > 0 and efficiency is not None and efficiency < HAND_OVER_LIMITED:
+        return Bound(
+            "hand-over",
+            f"hand-over between processes: the workers were busy {efficiency:.0%} of the time "
+            f"(slowest step {step}, {ms:.2f} ms/image)",
+            ms,
+        )
+    text = f"{step}: {ms:.2f} ms of the pipeline's {1e3 * total:.2f} ms per image ({share:.0%})"
+    if cores and config.workers >= cores:
+        text += f", with all {cores} cores busy"
+    return Bound(step, text, ms)
+
+
+def _decoder_of(row: Row) -> str:
+    return f"{row['library']}/{row['variant']}"
+
+
+def faster_alternative(
+    bound: Bound, config: Configuration, group: pd.DataFrame, codec: str | None
+) -> str | None:
+    """The fastest alternative for the bounding step that the step's own stage measured here,
+    when it beats the one this configuration uses by ``WORTH_TRYING``."""
+    stage = STEP_TO_STAGE.get(bound.stage)
+    if stage is None:
+        return None
+    rows = group[where(group, lambda r: r.get("stage") == stage and not is_ceiling(r))]
+    if stage == "read":
+
+        def comparable(row: Row) -> bool:
+            full = not as_dict(row.get("params_json")).get("reduce")
+            return full and (row.get("codec"), row.get("threads"), row.get("mode")) == (
+                codec,
+                1,
+                "memory",
+            )
+
+        rows = rows[where(rows, comparable)]
+        used = config.decoder
+        name = _decoder_of
+        mine = rows[where(rows, lambda r: name(r) == used)]
+        label = "decoder"
+    elif stage == "augment":
+        recipe = config.recipe or "train-classification"
+
+        def comparable(row: Row) -> bool:
+            single = row.get("threads") == 1 and number(row.get("batch_size")) is None
+            return single and param_is("pipeline", recipe)(row)
+
+        rows = rows[where(rows, comparable)]
+        used = config.augment
+
+        def name(row: Row) -> str:  # one library's variants are that library's choice
+            library = str(row["library"])
+            return used if library == used.split("/")[0] else _decoder_of(row)
+
+        mine = rows[where(rows, lambda r: name(r) == used)]
+        label = "augmentation"
+    else:
+
+        def comparable(row: Row) -> bool:
+            warm = row.get("cache_state") == "warm" and row.get("mode") != "write"
+            return warm and param_is("payload", "bytes", "bytes")(row)
+
+        rows = rows[where(rows, comparable)]
+        label = "reader (format)"
+        used = FOLDER_FORMAT if config.format == FILES else config.format
+
+        def name(row: Row) -> str:
+            return str(as_dict(row["params_json"]).get("format") or row["library"])
+
+        mine = rows[where(rows, lambda r: name(r) == used)]
+
+    if rows.empty:
+        return None
+    best = rows.loc[pd.to_numeric(rows["images_per_s_median"]).idxmax()]
+    if name(best) == used:
+        return None
+    best_ips = float(best["images_per_s_median"])
+    if mine.empty:
+        return (
+            f"try {label} {name(best)}: the fastest in the {stage} stage here "
+            f"({best_ips:,.0f} images/s; {best['case_id']})"
+        )
+    mine_ips = float(pd.to_numeric(mine["images_per_s_median"]).max())
+    if best_ips < WORTH_TRYING * mine_ips:
+        return None
+    return (
+        f"try {label} {name(best)}: {best_ips / mine_ips:.1f}x the {label} used here in the "
+        f"{stage} stage ({best_ips:,.0f} vs {mine_ips:,.0f} images/s; {best['case_id']})"
+    )
+
+
+def next_step(
+    bound: Bound,
+    config: Configuration,
+    group: pd.DataFrame,
+    codec: str | None,
+    cores: int | None,
+    max_workers_measured: int,
+) -> str:
+    """One sentence: what to measure or change next."""
+    alternative = faster_alternative(bound, config, group, codec)
+    if alternative:
+        return alternative
+    if bound.stage == "hand-over" and "uint8" not in config.recipe:
+        return (
+            "ship uint8 batches and normalise on the accelerator (the loaders' uint8 pipeline): a "
+            "quarter of the bytes cross between processes"
+        )
+    if cores and config.workers < cores and max_workers_measured <= config.workers:
+        return f"measure more workers: none above {config.workers} was measured, {cores} cores"
+    if bound.stage in STEP_TO_STAGE:
+        return (
+            f"no faster {bound.stage} was measured here: reduce the {bound.stage} work (e.g. a "
+            "reduced-size decode, a lighter recipe) or move it to the accelerator"
+        )
+    return "nothing measured here beats it: measure another loader or more workers"

@@ -1,0 +1,198 @@
+"""What a result row is to the answer: a real loader configuration, an experiment or a ceiling.
+
+The answer reads rows only (no stage is imported: the results schema is the contract). A loader
+row's configuration comes from its ``params_json`` (``format``, ``decoder``, ``pipeline``,
+``workers``) as ``imgbench.loaders.cases`` writes it. Rules, one place:
+
+- an *experiment* measures something other than a training pipeline: a library whose name ends
+  in ``experiment`` (the copy-on-access memory experiment) or a row with an emulated accelerator
+  step (``accelerator_images_per_s``: AU emulation, whose rate is the emulated GPU's);
+- a *ceiling* is no choice a user can make: ``stage == "native"`` (tjbench) at full scale (a
+  ``reduce`` parameter decodes a fraction of the pixels), and format rows of a ``raw*`` library
+  (one big file read sequentially);
+- *comparable work* is one machine, one dataset (its fingerprint fixes the codec) and one output
+  size (``megapixels_per_round`` over ``images_per_round``: 224 x 224 for the training recipes,
+  none for the decode-only pass-through, which is no training job).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, TypeAlias
+
+import pandas as pd
+
+Row: TypeAlias = Mapping[str, Any] | pd.Series  # one result row: a record or a frame's row
+DECODE_ONLY = "none"  # imgbench.loaders.pipeline.NO_AUGMENT
+FILES = "files"  # imgbench.loaders.pipeline.FILES: the dataset's own image files
+STORAGE_CEILING_PREFIX = "raw"
+EXPERIMENT_SUFFIX = "experiment"
+REFERENCE_LOADER = "torch-dataloader"  # the loader the common default uses
+# a legacy skipped row (before the plugin left them to their own session): not a real reason
+OTHER_ENVIRONMENT_REASON = r"^runs in the \S+ environment"
+
+
+def as_dict(text: Any) -> dict[str, Any]:
+    """A JSON object column (``params_json``, ``extra_json``) as a dict; anything else is {}."""
+    if isinstance(text, dict):
+        return text
+    if not isinstance(text, str) or not text:
+        return {}
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def number(value: Any) -> float | None:
+    """A finite float, or None (numpy scalars, NaN and None included)."""
+    try:
+        result = float(value)
+    except (TypeError, ValueError):
+        return None
+    return result if math.isfinite(result) else None
+
+
+def where(rows: pd.DataFrame, test: Callable[[Row], bool]) -> pd.Series:
+    """A plain boolean mask of ``test`` per row (the store's columns are Arrow-backed, whose
+    element-wise results do not combine with NumPy booleans; records are fast to walk)."""
+    records = rows.to_dict("records")
+    return pd.Series([bool(test(r)) for r in records], index=rows.index, dtype=bool)
+
+
+def param_is(key: str, value: Any, default: Any = None) -> Callable[[Row], bool]:
+    """A row test: ``params_json[key] == value``."""
+    return lambda row: as_dict(row.get("params_json")).get(key, default) == value
+
+
+def timed_ok(frame: pd.DataFrame) -> pd.DataFrame:
+    """Ok rows that measured images/s (instruction counts have none)."""
+    if frame.empty:
+        return frame
+    measure = frame["measure"].fillna("wall") if "measure" in frame else "wall"
+    ok = (frame["status"] == "ok") & (measure != "instructions")
+    measured = pd.to_numeric(frame["images_per_s_median"], errors="coerce").notna().to_numpy()
+    mask = ok.to_numpy(dtype=bool, na_value=False) & measured
+    return frame[mask]
+
+
+def is_experiment(row: Row) -> bool:
+    params = as_dict(row.get("params_json"))
+    library = str(row.get("library") or "")
+    return library.endswith(EXPERIMENT_SUFFIX) or "accelerator_images_per_s" in params
+
+
+def is_decode_only(row: Row) -> bool:
+    """A loader row of the pass-through pipeline: full-size decodes, not a training job."""
+    return as_dict(row.get("params_json")).get("pipeline") == DECODE_ONLY
+
+
+def is_ceiling(row: Row) -> bool:
+    stage, library = row.get("stage"), str(row.get("library") or "")
+    if stage == "native":
+        return True
+    return stage == "format" and library.startswith(STORAGE_CEILING_PREFIX)
+
+
+def is_full_scale_ceiling(row: Row) -> bool:
+    """A ceiling that did the same work as a full decode (no ``reduce``)."""
+    return is_ceiling(row) and not as_dict(row.get("params_json")).get("reduce")
+
+
+def output_side(row: Row) -> int | None:
+    """The side of the square images a loader row delivered (224), 0 for full-size decodes."""
+    images, megapixels = (
+        number(row.get("images_per_round")),
+        number(row.get("megapixels_per_round")),
+    )
+    if not images or megapixels is None:
+        return None
+    return round(math.sqrt(megapixels * 1e6 / images))
+
+
+@dataclass(frozen=True)
+class Configuration:
+    """What a user sets: reader (format), decoder, augmentation, loader, workers, allocator."""
+
+    loader: str
+    workers: int
+    format: str
+    decoder: str
+    augment: str
+    recipe: str
+    knobs: tuple[str, ...]  # non-default loader settings (spawn, prefetch4, ...)
+    allocator: str | None
+
+    @classmethod
+    def of(cls, row: Row) -> Configuration:
+        params = as_dict(row.get("params_json"))
+        pipeline = str(params.get("pipeline") or "")
+        augment, _, recipe = pipeline.partition(":")
+        variant = str(row.get("variant") or "")
+        allocator = row.get("allocator")
+        return cls(
+            loader=str(row.get("library")),
+            workers=int(number(row.get("workers")) or 0),
+            format=str(params.get("format") or "?"),
+            decoder=str(params.get("decoder") or "?"),
+            augment=augment or "?",
+            recipe=recipe,
+            knobs=tuple(variant.split("+")[1:]),
+            allocator=str(allocator) if isinstance(allocator, str) and allocator else None,
+        )
+
+    @property
+    def is_common_default(self) -> bool:
+        """Pillow + image folder + torchvision transforms + DataLoader, nothing tuned."""
+        return (
+            self.loader == REFERENCE_LOADER
+            and self.format == FILES
+            and self.decoder.startswith("pillow/")
+            and self.augment.startswith("torchvision/")
+            and not self.knobs
+            and self.allocator in (None, "glibc")
+            and self.recipe in ("", "train-classification")
+        )
+
+    def label(self) -> str:
+        parts = [
+            f"reader {self.format}",
+            f"decoder {self.decoder}",
+            f"augmentation {self.augment}" + (f" ({self.recipe})" if self.recipe else ""),
+            f"loader {self.loader}",
+            f"{self.workers} workers",
+        ]
+        if self.knobs:
+            parts.append(", ".join(self.knobs))
+        if self.allocator:
+            parts.append(f"allocator {self.allocator}")
+        return " · ".join(parts)
+
+
+def legacy_environment_skip(frame: pd.DataFrame) -> pd.Series:
+    """Skipped rows older sessions wrote for cases of another environment: no real reason."""
+    reason = frame["reason"].fillna("").astype(str)
+    return (frame["status"] == "skipped") & reason.str.contains(OTHER_ENVIRONMENT_REASON)
+
+
+def problems(frame: pd.DataFrame) -> tuple[pd.DataFrame, int]:
+    """Skipped and failed cases by real reason (status, stage, reason, cases), and how many
+    legacy other-environment rows were left out."""
+    legacy = legacy_environment_skip(frame)
+    rows = frame[(frame["status"] != "ok") & ~legacy]
+    columns = ["status", "stage", "reason", "cases"]
+    if rows.empty:
+        return pd.DataFrame(columns=columns), int(legacy.sum())
+    table = (
+        rows.groupby(["status", "stage", "reason"], dropna=False)
+        .size()
+        .rename("cases")
+        .reset_index()
+        .sort_values("cases", ascending=False, kind="stable")
+        .reset_index(drop=True)
+    )
+    return table[columns], int(legacy.sum())

@@ -1,0 +1,1 @@
+"""`imgbench report`: the answer as one self-contained HTML file, or Markdown."""

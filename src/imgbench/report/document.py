@@ -1,0 +1,57 @@
+"""What a report holds, whatever its format: the answers, the real problems, the sources.
+
+Built once from loaded results, then written as HTML (``report.html``) or Markdown
+(``report.markdown``), so both formats say the same thing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pandas as pd
+
+from imgbench.answer import Answer, answers, problems
+from imgbench.results.store import LoadedResults
+
+BENCH_HINT = "run `make bench`, or `imgbench run --profile quick`"
+
+
+@dataclass
+class Report:
+    answers: list[Answer]
+    problems: pd.DataFrame  # status, stage, reason, cases
+    legacy_skips: int  # older "runs in another environment" rows left out
+    runs: list[str]  # run ids the report read
+    unreadable: list[tuple[Path, str]]  # result files that could not be read, and why
+    notes: list[str] = field(default_factory=list)  # what is missing, in words
+    created_utc: datetime = field(default_factory=lambda: datetime.now(UTC))
+
+    @property
+    def title(self) -> str:
+        return "imgbench report: what to change in your image pipeline"
+
+
+def build_report(frame: pd.DataFrame, loaded: LoadedResults, source: str) -> Report:
+    """``frame``: the rows chosen (a run, a group, everything); ``loaded`` names unreadable files."""
+    table, legacy = problems(frame) if not frame.empty else (pd.DataFrame(), 0)
+    report = Report(
+        answers=answers(frame),
+        problems=table,
+        legacy_skips=legacy,
+        runs=sorted(frame["run_id"].dropna().astype(str).unique()) if not frame.empty else [],
+        unreadable=list(loaded.skipped),
+    )
+    if not loaded.files and not loaded.skipped:
+        report.notes.append(f"no result files in {source}: {BENCH_HINT}")
+    elif frame.empty and loaded.skipped:
+        report.notes.append(f"no readable result file in {source}; the unreadable ones are listed")
+    elif not report.answers:
+        report.notes.append(f"no measured (ok) rows in the chosen runs: {BENCH_HINT}")
+    if len(report.answers) > 1:
+        report.notes.append(
+            f"{len(report.answers)} machine, dataset and output combinations: each has its own "
+            "answer; they are never pooled"
+        )
+    return report

@@ -1,0 +1,147 @@
+"""The report as one self-contained HTML file: styles inline, charts as inline SVG, no script.
+
+SVG is rendered from the same Altair charts the dashboard draws, by vl-convert (Altair's own
+converter), so the file needs no JavaScript and no network: it opens offline, in a mail client's
+preview, or as a pull request attachment.
+"""
+
+from __future__ import annotations
+
+from html import escape
+
+import altair as alt
+
+from imgbench.answer import Answer
+from imgbench.report.charts import candidates_chart, stage_times_chart
+from imgbench.report.document import Report
+
+STYLE = """
+body { font-family: system-ui, sans-serif; margin: 2rem auto; max-width: 70rem; color: #222; }
+h1 { font-size: 1.6rem; } h2 { margin-top: 2.5rem; border-bottom: 1px solid #ddd; }
+.headline { font-size: 1.15rem; font-weight: 600; }
+.metrics { display: flex; gap: 2rem; flex-wrap: wrap; margin: 1rem 0; }
+.metric .value { font-size: 1.6rem; font-weight: 600; } .metric .label { color: #666; }
+table { border-collapse: collapse; margin: 0.5rem 0 1rem; font-size: 0.9rem; }
+td, th { border: 1px solid #ddd; padding: 0.25rem 0.5rem; text-align: left; vertical-align: top; }
+code { font-size: 0.85rem; background: #f4f4f4; padding: 0 0.2rem; }
+.missing { color: #8a5a00; } figure { margin: 1rem 0; }
+"""
+
+
+def svg(chart: alt.Chart) -> str:
+    import vl_convert
+
+    return str(vl_convert.vegalite_to_svg(chart.to_dict()))
+
+
+def _times(value: float | None) -> str:
+    return f"{value:.1f}x" if value is not None else "not measured"
+
+
+def _table(header: list[str], rows: list[list[str]]) -> str:
+    head = "".join(f"<th>{escape(h)}</th>" for h in header)
+    body = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in row) + "</tr>" for row in rows)
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def _answer(answer: Answer) -> str:
+    parts = [f"<h2>{escape(answer.title)}</h2>"]
+    parts.append(f'<p class="headline">{escape(answer.headline())}</p>')
+    if answer.best is not None:
+        metrics = [
+            ("Recommended, images/s", f"{answer.best.images_per_s:,.0f}"),
+            ("× default, 0 workers", _times(answer.speedup(answer.default_0))),
+            (
+                f"× default, {answer.cores or '?'} workers",
+                _times(answer.speedup(answer.default_cores)),
+            ),
+            ("Bounded by", answer.bound.stage if answer.bound else "unknown"),
+        ]
+        parts.append(
+            '<div class="metrics">'
+            + "".join(
+                f'<div class="metric"><div class="value">{escape(v)}</div>'
+                f'<div class="label">{escape(k)}</div></div>'
+                for k, v in metrics
+            )
+            + "</div>"
+        )
+        items = []
+        if answer.bound is not None:
+            items.append(f"<b>What bounds it:</b> {escape(answer.bound.text)}.")
+        if answer.next_step:
+            items.append(f"<b>Next thing to try:</b> {escape(answer.next_step)}.")
+        items.append(f"<b>Rows:</b> recommended <code>{escape(answer.best.cite())}</code>")
+        for default in (answer.default_0, answer.default_cores):
+            if default is not None:
+                items.append(
+                    f"common default at {default.configuration.workers} workers: "
+                    f"{default.images_per_s:,.0f} images/s, <code>{escape(default.cite())}</code>"
+                )
+        parts.append("<ul>" + "".join(f"<li>{i}</li>" for i in items) + "</ul>")
+        parts.append(f'<figure class="chart">{svg(candidates_chart(answer))}</figure>')
+        if answer.stage_times_ms:
+            parts.append(f'<figure class="chart">{svg(stage_times_chart(answer))}</figure>')
+    for note in answer.missing if answer.best is not None else []:
+        parts.append(f'<p class="missing">Missing: {escape(note)}.</p>')
+    if answer.references:
+        parts.append(
+            "<h3>References, never a choice</h3><p>Experiments measure something other than a "
+            "training pipeline; ceilings are one step at the hardware's limit.</p>"
+        )
+        parts.append(
+            _table(
+                ["kind", "what", "images/s", "why not a choice", "row"],
+                [
+                    [
+                        escape(r.kind),
+                        escape(r.name),
+                        f"{r.images_per_s:,.0f}",
+                        escape(r.note),
+                        f"<code>{escape(r.case_id)}</code>",
+                    ]
+                    for r in answer.references
+                ],
+            )
+        )
+    return "\n".join(parts)
+
+
+def render_html(report: Report) -> str:
+    body = [f"<h1>{escape(report.title)}</h1>"]
+    body.append(
+        f"<p>Written {report.created_utc:%Y-%m-%d %H:%M} UTC from {len(report.runs)} run(s): "
+        + ", ".join(f"<code>{escape(r)}</code>" for r in report.runs)
+        + "</p>"
+    )
+    for note in report.notes:
+        body.append(f'<p class="missing">{escape(note)}.</p>')
+    if report.unreadable:
+        body.append("<p>Unreadable result files (left out):</p>")
+        body.append(
+            "<ul>"
+            + "".join(
+                f"<li><code>{escape(str(p))}</code>: {escape(reason)}</li>"
+                for p, reason in report.unreadable
+            )
+            + "</ul>"
+        )
+    body.extend(_answer(answer) for answer in report.answers)
+    if not report.problems.empty:
+        body.append("<h2>Skipped and failed cases</h2>")
+        body.append(
+            _table(
+                ["status", "stage", "reason", "cases"],
+                [[escape(str(v)) for v in row] for row in report.problems.itertuples(index=False)],
+            )
+        )
+    if report.legacy_skips:
+        body.append(
+            f"<p>{report.legacy_skips} older skipped rows only said that a case runs in another "
+            "environment; they are left out.</p>"
+        )
+    return (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        f"<title>{escape(report.title)}</title><style>{STYLE}</style></head>"
+        f"<body>{''.join(body)}</body></html>\n"
+    )
