@@ -316,7 +316,11 @@ def dashboard(
         "--server.headless=true",
         "--browser.gatherUsageStats=false",
     ]
-    raise typer.Exit(subprocess.call(cmd, env=env_vars))
+    # exec, not a child: a SIGTERM from a script or a service manager then reaches Streamlit itself
+    # (a child server outlived its parent on the port for 41 minutes)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.execve(sys.executable, cmd, env_vars)
 
 
 def main() -> None:  # pragma: no cover

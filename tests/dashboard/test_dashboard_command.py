@@ -1,0 +1,74 @@
+"""`imgbench dashboard` ended with SIGTERM (as a script or a service manager ends it) leaves no
+server behind: the port is free and no Streamlit process survives."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import psutil
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _answers(port: int) -> bool:
+    url = f"http://127.0.0.1:{port}/_stcore/health"
+    with contextlib.suppress(OSError), urllib.request.urlopen(url, timeout=2) as response:
+        return response.status == 200
+    return False
+
+
+def _listening(port: int) -> bool:
+    with socket.socket() as sock:
+        return sock.connect_ex(("127.0.0.1", port)) == 0
+
+
+def test_sigterm_stops_the_server_and_frees_the_port(tmp_path: Path) -> None:
+    port = _free_port()
+    cli = (
+        "import sys; from imgbench.cli import app; "
+        "sys.argv = ['imgbench', 'dashboard', '--port', sys.argv[1], '--results', sys.argv[2]]; "
+        "app()"
+    )
+    process = subprocess.Popen(
+        [sys.executable, "-c", cli, str(port), str(tmp_path)],
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    try:
+        deadline = time.monotonic() + 90
+        while not _answers(port):
+            assert process.poll() is None, f"the dashboard exited with {process.returncode}"
+            assert time.monotonic() < deadline, "the dashboard did not answer within 90 s"
+            time.sleep(0.5)
+        process.send_signal(signal.SIGTERM)
+        process.wait(timeout=30)
+        deadline = time.monotonic() + 10
+        while _listening(port) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert not _listening(port), f"port {port} still answers after SIGTERM"
+        left = [
+            p.pid
+            for p in psutil.process_iter(["cmdline"])
+            if f"--server.port={port}" in " ".join(p.info["cmdline"] or [])
+        ]
+        assert left == [], f"Streamlit processes left on port {port}: {left}"
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+        process.wait(timeout=10)
