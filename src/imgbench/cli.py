@@ -42,6 +42,7 @@ _SUBCOMMANDS: list[tuple[str, typer.Typer, str]] = [
     ("compare", app, "imgbench.compare.cli:compare_command"),
     ("ci", app, "imgbench.compare.cli:ci_command"),
     ("advise", app, "imgbench.loaders.advise:advise_command"),
+    ("profile", app, "imgbench.profiling.cli:profile_command"),
     *((s.verify_name, verify_app, s.verify_command) for s in STAGES if s.verify_command),
 ]
 for _name, _parent, _target in _SUBCOMMANDS:
