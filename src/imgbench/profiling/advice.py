@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import time
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -44,7 +45,7 @@ BASELINE_READER = {
 }
 
 
-def advise(result: ProfileResult, dataset: Any) -> list[str]:
+def advise(result: ProfileResult, dataset: Any, *, compare_readers: bool = True) -> list[str]:
     lines = [au_line(result)]
     ok = [c for c in result.configurations if c.status == "ok"]
     sampled = [c for c in ok if c.extra.get("attribution")]
@@ -53,8 +54,9 @@ def advise(result: ProfileResult, dataset: Any) -> list[str]:
         shares = best.extra["attribution"]
         top = dominant(shares)
         if top == "decode" and shares["decode"] >= DOMINANT_SHARE:
-            lines.append(decode_line(best.extra.get("decode_libraries", {}), dataset, shares))
-        elif top == "collate" and shares["collate"] >= DOMINANT_SHARE / 2:
+            libraries = best.extra.get("decode_libraries", {})
+            lines.append(decode_line(libraries, dataset, shares, compare_readers))
+        elif top == "collate" and shares["collate"] >= DOMINANT_SHARE / 2 and floats(best):
             lines.append(
                 f"collate/IPC takes {shares['collate']:.0%} of the sampled time at "
                 f"{best.workers} workers: ship uint8 batches and normalise on the accelerator. "
@@ -71,6 +73,14 @@ def advise(result: ProfileResult, dataset: Any) -> list[str]:
     if growth:
         lines.append(growth)
     return [line for line in lines if line]
+
+
+def floats(config: Any) -> bool:
+    """The batch holds floating-point images (3+ dimensions)."""
+    return any(
+        "float" in part["dtype"] and len(part["shape"]) >= 3
+        for part in config.extra.get("batch_parts", [])
+    )
 
 
 def au_line(result: ProfileResult) -> str:
@@ -126,9 +136,15 @@ def python_lists(dataset: Any) -> list[tuple[str, int]]:
     return found
 
 
-def decode_line(libraries: dict[str, int], dataset: Any, shares: dict[str, float]) -> str:
-    head = f"decode takes {shares['decode']:.0%} of the sampled time"
+def decode_line(
+    libraries: dict[str, int], dataset: Any, shares: dict[str, float], compare: bool
+) -> str:
     library = next((lib for lib in libraries if lib in BASELINE_READER), None)
+    head = (
+        f"decode takes {shares['decode']:.0%} of the sampled time ({library or 'unknown library'})"
+    )
+    if not compare:
+        return f"{head}; `imgbench profile` without --no-readers times the other readers on your files."
     files = sample_files(dataset)
     if not files:
         return f"{head}; no JPEG files found on the dataset to try the other readers on."
@@ -142,7 +158,7 @@ def decode_line(libraries: dict[str, int], dataset: Any, shares: dict[str, float
     fastest = max(speeds, key=speeds.__getitem__)
     ratio = speeds[fastest] / speeds[baseline]
     return (
-        f"{head} ({library or 'unknown library'}). On {len(files)} of your files, {fastest} "
+        f"{head}. On {len(files)} of your files, {fastest} "
         f"decodes {speeds[fastest]:,.0f} images/s vs {speeds[baseline]:,.0f} for {baseline}: "
         f"{ratio:.2f}x (verified against the reference decode; one thread, this machine)."
     )
@@ -176,14 +192,21 @@ def _candidate_paths(dataset: Any) -> Iterator[Path]:
                     yield Path(item)
 
 
-def reader_speeds(files: list[Path], passes: int = 3) -> dict[str, float]:
-    """images/s of each available full-decode JPEG reader on the files (best of ``passes``),
-    for the readers whose output matched the reference decode on every file."""
+def reader_speeds(files: list[Path], rounds: int = 7) -> dict[str, float]:
+    """images/s of each available full-decode JPEG reader on the files, for the readers whose
+    output matched the reference decode on every file: the best of ``rounds`` passes, the
+    readers interleaved round by round so a slow spell of the host hits them all alike."""
+    payloads = [(str(p), p.read_bytes()) for p in files]
+    with warnings.catch_warnings():  # torchvision warns on every decode that its codecs are old
+        warnings.simplefilter("ignore", DeprecationWarning)
+        return _reader_speeds(payloads, rounds)
+
+
+def _reader_speeds(payloads: list[tuple[str, bytes]], rounds: int) -> dict[str, float]:
     from imgbench.readers.registry import build_reader, readers
     from imgbench.readers.verify import verify_item
 
-    payloads = [(str(p), p.read_bytes()) for p in files]
-    speeds: dict[str, float] = {}
+    decoders: dict[str, Any] = {}
     for spec in readers():
         if (
             spec.output != "full"
@@ -202,13 +225,13 @@ def reader_speeds(files: list[Path], passes: int = 3) -> dict[str, float]:
             ]
         except Exception:
             continue
-        if not all(v.ok for v in verdicts):
-            continue
-        best = float("inf")
-        for _ in range(passes):
+        if all(v.ok for v in verdicts):
+            decoders[spec.key] = decode
+    best = dict.fromkeys(decoders, float("inf"))
+    for _ in range(rounds):
+        for key, decode in decoders.items():
             start = time.perf_counter()
             for _, data in payloads:
                 decode(data)
-            best = min(best, time.perf_counter() - start)
-        speeds[spec.key] = len(payloads) / best
-    return speeds
+            best[key] = min(best[key], time.perf_counter() - start)
+    return {key: len(payloads) / seconds for key, seconds in best.items()}

@@ -24,13 +24,15 @@ def profile(
     results: Path | str = "results",
     name: str | None = "profile",
     target: str | None = None,
+    compare_readers: bool = True,
 ) -> ProfileResult:
     """Sweep worker counts (default 0..cores, plus a DataLoader's own) over the pipeline.
 
     ``seconds`` bounds the throughput phase of each configuration, ``au_seconds`` (default
     ``seconds / 2``) the AU phase with a ``step_ms`` emulated step, ``sample_seconds`` the stack
     sampling (0: none). Rows go to ``results/RUN_ID.parquet`` as each configuration finishes;
-    the flame graph to ``results/RUN_ID.speedscope.json``.
+    the flame graph to ``results/RUN_ID.speedscope.json``. ``compare_readers``: when decoding
+    dominates, time the verified readers on a sample of the dataset's files for the advice.
     """
     settings = ProfileSettings(
         seconds=seconds,
@@ -41,6 +43,7 @@ def profile(
         workers=tuple(workers) if workers is not None else None,
         batch_timeout_s=batch_timeout_s,
         first_batch_timeout_s=first_batch_timeout_s,
+        compare_readers=compare_readers,
     )
     return sweep(
         dataset_or_loader, target=target, settings=settings, results_dir=results, run_name=name

@@ -100,6 +100,30 @@ COLLATE_MODULES = (
     "copyreg",
 )
 FETCH_MODULE = "torch.utils.data._utils.fetch"
+# A thread blocked in one of these (innermost frame) waits: py-spy's --nonblocking mode does not
+# always see such a thread as idle. Waiting for a batch, for an index or for a connection is not
+# work and stays out of the shares; the handshakes and descriptor passing of torch's
+# shared-memory batches are IPC work even where they block (the other side is busy with them).
+WAIT_LEAVES = frozenset(
+    {
+        "Connection._recv",
+        "Connection._poll",
+        "wait",
+        "Condition.wait",
+        "Event.wait",
+        "_PollLikeSelector.select",
+        "select",
+        "socket.accept",
+        "SocketListener.accept",
+        "sleep",
+        "Thread._wait_for_tstate_lock",
+        "Lock.acquire",
+        "Semaphore.acquire",
+    }
+)
+IPC_WORK = frozenset(
+    {"answer_challenge", "deliver_challenge", "rebuild_storage_fd", "recv_handle", "DupFd.detach"}
+)
 TRANSPARENT_MODULES = ("imgbench.profiling",)  # our guard around the user's dataset
 
 # the call on the user's own line, when a C function leaves no frame of its own
@@ -212,8 +236,17 @@ def decode_library(frames: tuple[Frame, ...]) -> str | None:
     return None
 
 
+def waiting(frames: tuple[Frame, ...]) -> bool:
+    """A thread blocked waiting (for a batch, an index, a connection), not working."""
+    if not frames or frames[-1].name not in WAIT_LEAVES:
+        return False
+    return not any(f.name in IPC_WORK for f in frames)
+
+
 def categorise(frames: tuple[Frame, ...]) -> str:
-    """The category of one stack (outermost frame first)."""
+    """The category of one stack (outermost frame first); "wait" for a blocked thread."""
+    if waiting(frames):
+        return "wait"
     modules = [module_of(f.file) for f in frames]
     fetch = [i for i, m in enumerate(modules) if m == FETCH_MODULE]
     if fetch:
@@ -250,14 +283,18 @@ def _getitem_category(frames: tuple[Frame, ...], modules: list[str]) -> str:
 
 
 def attribute(stacks: Iterable[Stack], roles: Mapping[int, str]) -> dict[str, Any]:
-    """Shares of the sampled time per category, over all processes and per role
-    (``main``, ``workers``); ``roles`` maps a pid to its role."""
+    """Shares of the sampled working time per category, over all processes and per role
+    (``main``, ``workers``); ``roles`` maps a pid to its role. Samples of blocked threads are
+    counted apart (``wait_samples``)."""
     totals: dict[str, float] = defaultdict(float)
     by_role: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
     decoders: dict[str, int] = defaultdict(int)
-    samples = 0
+    samples = waits = 0
     for stack in stacks:
         category = categorise(stack.frames)
+        if category == "wait":
+            waits += 1
+            continue
         if category == "decode":
             decoders[decode_library(stack.frames) or "unknown"] += 1
         totals[category] += stack.weight
@@ -265,10 +302,11 @@ def attribute(stacks: Iterable[Stack], roles: Mapping[int, str]) -> dict[str, An
         samples += 1
     whole = sum(totals.values())
     if not whole:
-        return {"shares": {}, "samples": 0}
+        return {"shares": {}, "samples": 0, "wait_samples": waits}
     return {
         "shares": {c: round(totals.get(c, 0.0) / whole, 4) for c in CATEGORIES},
         "samples": samples,
+        "wait_samples": waits,
         "sampled_s": round(whole, 3),
         "decode_libraries": dict(sorted(decoders.items(), key=lambda kv: -kv[1])),
         "by_role": {

@@ -53,6 +53,13 @@ def profile_command(
     timeout: Annotated[float, typer.Option(help="seconds a batch may take before it fails")] = 30.0,
     results: Annotated[Path, typer.Option(help="folder for the parquet file")] = Path("results"),
     name: Annotated[str, typer.Option(help="run name (part of the run id)")] = "profile",
+    readers: Annotated[
+        bool,
+        typer.Option(
+            "--readers/--no-readers",
+            help="when decode dominates, time the verified readers on a sample of your files",
+        ),
+    ] = True,
 ) -> None:
     """Profile your own Dataset or DataLoader: a worker sweep, memory, AU, where the time goes."""
     try:
@@ -69,6 +76,7 @@ def profile_command(
         workers=_workers(workers),
         batch_timeout_s=timeout,
         first_batch_timeout_s=max(timeout, 120.0),
+        compare_readers=readers,
     )
     result = profile(
         source,

@@ -183,3 +183,24 @@ def _leading(batch: Any) -> int | None:
     if isinstance(batch, list | tuple) and batch:
         return _leading(batch[0]) if not isinstance(batch[0], str | bytes) else len(batch)
     return None
+
+
+def batch_parts(batch: Any, limit: int = 8) -> list[dict[str, Any]]:
+    """Shape and dtype of each array in a user's batch (tensors, arrays, in tuples, lists or
+    dicts), for the row and for the advice (float32 batches cost more to ship than uint8)."""
+    parts: list[dict[str, Any]] = []
+
+    def walk(value: Any, depth: int) -> None:
+        if len(parts) >= limit or depth > 3:
+            return
+        if hasattr(value, "shape") and hasattr(value, "dtype"):
+            parts.append({"shape": [int(n) for n in value.shape], "dtype": str(value.dtype)})
+        elif isinstance(value, Mapping):
+            for item in value.values():
+                walk(item, depth + 1)
+        elif isinstance(value, list | tuple):
+            for item in value[:limit]:
+                walk(item, depth + 1)
+
+    walk(batch, 0)
+    return parts

@@ -39,7 +39,7 @@ from imgbench.loaders.run import LoaderRun
 from imgbench.machine import dist_version
 from imgbench.profiling.attribution import attribute
 from imgbench.profiling.flame import write_flame_graph
-from imgbench.profiling.loader import UserLoader, failed_index, images_in
+from imgbench.profiling.loader import UserLoader, batch_parts, failed_index, images_in
 from imgbench.profiling.stacks import StackSampler
 from imgbench.results.store import write_rows
 
@@ -61,6 +61,7 @@ class ProfileSettings:
     first_batch_timeout_s: float = 120.0
     memory_interval_s: float = 1.0
     sample_rate: int = 100  # py-spy samples per second
+    compare_readers: bool = True  # decode-bound: time the verified readers on the user's files
 
     @property
     def au_phase_s(self) -> float:
@@ -166,7 +167,7 @@ def profile(
     result = ProfileResult(label, configurations, results_path, flame, settings.step_ms)
     from imgbench.profiling.advice import advise
 
-    result.advice = advise(result, dataset)
+    result.advice = advise(result, dataset, compare_readers=settings.compare_readers)
     return result
 
 
@@ -268,8 +269,10 @@ def _au(run: LoaderRun, settings: ProfileSettings) -> dict[str, Any]:
     begin = clock()
     while clock() - begin < settings.au_phase_s or batches < 2:
         start = clock()
-        run.pull()
+        batch = run.pull()
         compute_s += step.run()
+        if not batches:  # what the batches hold (shape, dtype), for the row and the advice
+            run.extra["batch_parts"] = batch_parts(batch[0])
         wall_s += clock() - start
         batches += 1
     run.extra["phase_s"]["au"] = round(clock() - begin, 3)
@@ -306,6 +309,7 @@ def _stacks(
     return {
         "attribution": found.get("shares", {}),
         "attribution_samples": found.get("samples", 0),
+        "attribution_wait_samples": found.get("wait_samples", 0),
         "attribution_by_role": found.get("by_role", {}),
         "decode_libraries": found.get("decode_libraries", {}),
         "attribution_rate_hz": settings.sample_rate,

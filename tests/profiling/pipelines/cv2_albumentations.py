@@ -14,13 +14,13 @@ os.environ.setdefault("NO_ALBUMENTATIONS_UPDATE", "1")
 
 class Cv2Dataset:
     def __init__(self, root: str, size: int = 96, padding: int = 0) -> None:
-        import albumentations as A
+        import albumentations as albu
 
         files = sorted(str(p) for p in Path(root).rglob("*.jpg"))
         # a Python list of paths, padded to a realistic index size when asked
         self.paths: list[str] = files + [files[i % len(files)] for i in range(padding)]
-        self.transform = A.Compose(
-            [A.RandomResizedCrop(size=(size, size)), A.HorizontalFlip(), A.ColorJitter()]
+        self.transform = albu.Compose(
+            [albu.RandomResizedCrop(size=(size, size)), albu.HorizontalFlip(), albu.ColorJitter()]
         )
 
     def __len__(self) -> int:
