@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pandas as pd
 import psutil
+import pytest
 from torch.utils.data import DataLoader
 
 import imgbench
@@ -72,3 +73,11 @@ def test_a_dataloader_keeps_its_settings_and_its_worker_count_is_a_row(
         and (rows["images_per_s_median"] > 0).all()
     )
     assert psutil.Process().children(recursive=True) == []
+
+
+def test_something_else_is_refused_in_one_line(tmp_path: Path) -> None:
+    with pytest.raises(
+        TypeError, match=r"imgbench\.profile: int is not a torch Dataset or DataLoader"
+    ):
+        imgbench.profile(42, results=tmp_path)
+    assert not list(tmp_path.iterdir())

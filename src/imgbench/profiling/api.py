@@ -8,6 +8,7 @@ from typing import Any
 
 from imgbench.profiling.sweep import ProfileResult, ProfileSettings
 from imgbench.profiling.sweep import profile as sweep
+from imgbench.profiling.target import is_dataset_or_loader
 
 
 def profile(
@@ -34,6 +35,11 @@ def profile(
     the flame graph to ``results/RUN_ID.speedscope.json``. ``compare_readers``: when decoding
     dominates, time the verified readers on a sample of the dataset's files for the advice.
     """
+    if not is_dataset_or_loader(dataset_or_loader):
+        raise TypeError(
+            f"imgbench.profile: {type(dataset_or_loader).__name__} is not a torch Dataset or "
+            "DataLoader"
+        )
     settings = ProfileSettings(
         seconds=seconds,
         au_seconds=au_seconds,
