@@ -31,9 +31,10 @@ def photos(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def run_profile(
-    args: list[str], results: Path, timeout: float = 240
+    args: list[str], results: Path, timeout: float = 240, cwd: Path = REPO
 ) -> subprocess.CompletedProcess[str]:
-    """``imgbench profile ARGS --results RESULTS`` in a fresh process, from the repository root."""
+    """``imgbench profile ARGS --results RESULTS`` in a fresh process (from the repository root
+    unless ``cwd``), with this checkout's imgbench."""
     env = {
         **os.environ,
         "PYTHONPATH": os.pathsep.join([str(REPO / "src"), str(REPO)]),
@@ -42,7 +43,7 @@ def run_profile(
     }
     return subprocess.run(
         [sys.executable, "-m", "imgbench.cli", "profile", *args, "--results", str(results)],
-        cwd=REPO,
+        cwd=cwd,
         env=env,
         capture_output=True,
         text=True,

@@ -83,3 +83,43 @@ def test_opencv_albumentations_example_with_a_python_list_index(
     assert "`paths` (20,024 entries)" in done.stdout  # the copy-on-access advice names it
     assert "keep indexes in NumPy arrays" in done.stdout
     assert not processes_mentioning(str(tmp_path))
+
+
+USER_MODULE = """
+from pathlib import Path
+
+import numpy as np
+from PIL import Image
+
+
+class Photos:
+    def __init__(self, folder):
+        self.files = np.array(sorted(str(p) for p in Path(folder).rglob("*.jpg")))
+
+    def __len__(self):
+        return len(self.files)
+
+    def __getitem__(self, i):
+        image = Image.open(self.files[i]).convert("RGB").resize((64, 64))
+        return np.asarray(image).transpose(2, 0, 1).copy()
+"""
+
+
+def test_a_module_imgbench_has_never_seen(photos: Path, tmp_path: Path) -> None:
+    """Only an import path (a file in the current folder) and a folder of images."""
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "my_pipeline.py").write_text(USER_MODULE)
+    done = run_profile(
+        [
+            "my_pipeline:Photos",
+            *("--kw", f"folder={photos}", "--workers", "0", "--no-readers", *QUICK),
+        ],
+        tmp_path / "results",
+        cwd=project,
+    )
+    assert done.returncode == 0, done.stderr + done.stdout
+    (row,) = [r for _, r in read_rows(tmp_path / "results").iterrows()]
+    assert row["status"] == "ok" and row["variant"] == "my_pipeline:Photos"
+    assert row["dataset_name"] == "Photos" and row["dataset_images"] == 24
+    assert extra(row)["attribution"]["decode"] > 0.2  # Image.open(...).convert() on its line
