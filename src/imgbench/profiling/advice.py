@@ -5,7 +5,8 @@
   files (each output checked against the reference decode first), and the fastest one's measured
   speed-up over the library the pipeline decodes with.
 - Collate/IPC dominates: the loader stage's uint8-batch finding (docs/loaders.md).
-- Worker memory grows: the index-in-numpy finding (copy-on-access, pytorch issue 13246), naming
+- Worker memory grows (a worker's USS, not the summed PSS, which the main process's batches move
+  both ways): the index-in-numpy finding (copy-on-access, pytorch issue 13246), naming
   the dataset's Python lists of paths when it has some.
 """
 
@@ -26,7 +27,7 @@ if TYPE_CHECKING:
     from imgbench.profiling.sweep import ProfileResult
 
 DOMINANT_SHARE = 0.4  # a category this large of the sampled time is where to look first
-GROWTH_BYTES_PER_MIN = 20 * 2**20  # summed PSS growing faster than this after warm-up
+GROWTH_BYTES_PER_MIN = 10 * 2**20  # a worker's USS growing faster than this after warm-up
 LIST_INDEX_ENTRIES = 10_000  # a Python list this long, read by forked workers, is copied
 JPEG_SUFFIXES = (".jpg", ".jpeg", ".JPG", ".JPEG")
 SAMPLE_FILES = 16
@@ -101,11 +102,16 @@ def au_line(result: ProfileResult) -> str:
     )
 
 
+def worker_uss_growth(config: Any) -> float | None:
+    """Mean USS growth of the configuration's workers, bytes per minute after warm-up."""
+    growth = config.extra.get("uss_growth_bytes_per_min") or {}
+    slopes = [v for name, v in growth.items() if name != "main" and v is not None]
+    return float(sum(slopes) / len(slopes)) if slopes else None
+
+
 def memory_line(ok: list[Any], dataset: Any) -> str | None:
     growing = [
-        c
-        for c in ok
-        if c.workers > 0 and (c.extra.get("pss_growth_bytes_per_min") or 0) > GROWTH_BYTES_PER_MIN
+        c for c in ok if c.workers > 0 and (worker_uss_growth(c) or 0) > GROWTH_BYTES_PER_MIN
     ]
     lists = python_lists(dataset)
     if not growing and not lists:
@@ -113,9 +119,9 @@ def memory_line(ok: list[Any], dataset: Any) -> str | None:
     named = ", ".join(f"`{name}` ({n:,} entries)" for name, n in lists)
     where = f"; the dataset keeps Python lists: {named}" if lists else ""
     if growing:
-        worst = max(growing, key=lambda c: c.extra["pss_growth_bytes_per_min"])
+        worst = max(growing, key=lambda c: worker_uss_growth(c) or 0)
         head = (
-            f"worker memory grows: summed PSS +{worst.extra['pss_growth_bytes_per_min'] / 2**20:.0f}"
+            f"worker memory grows: each worker's USS +{(worker_uss_growth(worst) or 0) / 2**20:.0f}"
             f" MiB/min at {worst.workers} workers{where}."
         )
     else:

@@ -11,6 +11,7 @@ import typer
 from rich.table import Table
 
 from imgbench.console import console, err, fail
+from imgbench.profiling.advice import worker_uss_growth
 from imgbench.profiling.attribution import CATEGORIES, CATEGORY_TITLES
 from imgbench.profiling.sweep import Configuration, ProfileResult, ProfileSettings, profile
 from imgbench.profiling.target import TargetError, build_target, parse_kwargs
@@ -114,14 +115,14 @@ def print_result(result: ProfileResult) -> None:
         f"AU @ {result.step_ms:g} ms",
         "peak PSS MiB",
         "worker USS MiB",
-        "PSS growth MiB/min",
+        "worker USS growth MiB/min",
         "status",
     ):
         table.add_column(column, justify="left" if column == "status" else "right")
     for c in result.configurations:
         x = c.extra
         au = x.get("au")
-        growth = x.get("pss_growth_bytes_per_min")
+        growth = worker_uss_growth(c)
         table.add_row(
             f"{c.workers}{' (yours)' if c.user_setting else ''}",
             f"{c.images_per_s:,.0f}" if c.images_per_s else "",
