@@ -10,6 +10,7 @@ import pytest
 
 import imgbench
 from imgbench.profiling.sweep import ProfileResult
+from imgbench.profiling.target import TargetError, build_target, parse_kwargs
 from tests.profiling.conftest import PIPELINES, extra, read_rows, run_profile
 from tests.profiling.pipelines import faulty
 
@@ -22,14 +23,11 @@ from tests.profiling.pipelines import faulty
             f"module '{PIPELINES}.does_not_import' does not import: ModuleNotFoundError: "
             "No module named 'imgbench_no_such_module_xyz'",
         ),
-        (f"{PIPELINES}.faulty:no_such_factory", f"module '{PIPELINES}.faulty' has no"),
         (
             f"{PIPELINES}.faulty:broken_factory",
             f"factory {PIPELINES}.faulty:broken_factory raised FileNotFoundError: "
             "no images under /nowhere",
         ),
-        (f"{PIPELINES}.faulty:not_a_dataset", "returned int, not a torch Dataset or DataLoader"),
-        ("no_colon_here", "expected MODULE:FACTORY"),
     ],
 )
 def test_a_bad_target_is_one_line(target: str, expected: str, tmp_path: Path) -> None:
@@ -40,6 +38,36 @@ def test_a_bad_target_is_one_line(target: str, expected: str, tmp_path: Path) ->
     assert lines[0].startswith("error: ") and expected in " ".join(lines), done.stderr
     assert "Traceback" not in done.stderr + done.stdout
     assert not (tmp_path / "results").exists()
+
+
+@pytest.mark.parametrize(
+    ("target", "kwargs", "expected"),
+    [
+        (f"{PIPELINES}.faulty:no_such_factory", [], f"module '{PIPELINES}.faulty' has no"),
+        (
+            f"{PIPELINES}.faulty:not_a_dataset",
+            [],
+            f"factory {PIPELINES}.faulty:not_a_dataset returned int, not a torch Dataset",
+        ),
+        (
+            f"{PIPELINES}.faulty:broken_factory",
+            ["root=/x", "nope=1"],
+            "raised TypeError: broken_factory() got an unexpected keyword argument 'nope'",
+        ),
+        ("no_colon_here", [], "'no_colon_here': expected MODULE:FACTORY"),
+        (f"{PIPELINES}.faulty:raises_on_3", ["=1"], "--kw '=1': expected key=value"),
+    ],
+)
+def test_what_a_bad_target_says(target: str, kwargs: list[str], expected: str) -> None:
+    """The same one line, for the other ways a target goes wrong (the CLI prints it as above)."""
+    with pytest.raises(TargetError) as caught:
+        build_target(target, parse_kwargs(kwargs))
+    assert expected in str(caught.value) and "\n" not in str(caught.value)
+
+
+def test_kw_values_are_python_literals_or_text() -> None:
+    parsed = parse_kwargs(["size=224", "mean=(0.5, 0.4)", "root=/data/x", "flag=True", "s='a=b'"])
+    assert parsed == {"size": 224, "mean": (0.5, 0.4), "root": "/data/x", "flag": True, "s": "a=b"}
 
 
 def _profile(source: object, results: Path) -> ProfileResult:
