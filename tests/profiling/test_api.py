@@ -12,11 +12,13 @@ from torch.utils.data import DataLoader
 
 import imgbench
 from imgbench.profiling.sweep import ProfileResult
+from tests.dashboard.fixtures import write_allocator_run
 from tests.profiling.conftest import extra, read_rows
 from tests.profiling.pipelines.folder_pillow import make_dataset
 
 
-def _shares(root: Path, results: Path, **kwargs: object) -> dict[str, float]:
+def _profile(root: Path, results: Path, **kwargs: object) -> tuple[dict[str, float], list[str]]:
+    """The attribution shares and the advice of a 0-worker profile of the ImageFolder example."""
     result = imgbench.profile(
         make_dataset(str(root), **kwargs),  # type: ignore[arg-type]
         workers=[0],
@@ -31,15 +33,20 @@ def _shares(root: Path, results: Path, **kwargs: object) -> dict[str, float]:
     (config,) = result.configurations
     assert config.status == "ok", config.reason
     shares: dict[str, float] = config.extra["attribution"]
-    return shares
+    return shares, result.advice
 
 
 def test_attribution_follows_a_slower_decode_and_a_heavier_augmentation(
     photos: Path, tmp_path: Path
 ) -> None:
-    plain = _shares(photos, tmp_path / "plain")
-    slow_decode = _shares(photos, tmp_path / "slow-decode", decode_repeats=3)
-    heavy_augment = _shares(photos, tmp_path / "heavy", heavy_augment=True)
+    plain, _ = _profile(photos, tmp_path / "plain")
+    slow = tmp_path / "slow-decode"
+    write_allocator_run(slow)  # imgbench's own read rows, with allocator sessions, beside it
+    slow_decode, advice_lines = _profile(photos, slow, decode_repeats=3)
+    advice = " ".join(advice_lines)
+    assert "the glibc-tuned allocator pays for PIL in imgbench's read rows: 1.88x" in advice
+    assert "MALLOC_TRIM_THRESHOLD_=1000000000" in advice
+    heavy_augment, _ = _profile(photos, tmp_path / "heavy", heavy_augment=True)
     assert slow_decode["decode"] > plain["decode"] + 0.1, (plain, slow_decode)
     assert slow_decode["decode"] > slow_decode["augment"]
     assert heavy_augment["augment"] > plain["augment"] + 0.1, (plain, heavy_augment)

@@ -5,6 +5,8 @@
   files (each output checked against the reference decode first), and the fastest one's measured
   speed-up over the library the pipeline decodes with.
 - Collate/IPC dominates: the loader stage's uint8-batch finding (docs/loaders.md).
+- An allocator setting pays for the pipeline's decoder in imgbench's own read rows (allocator
+  sessions of ``imgbench run`` in the same results folder): that setting.
 - Worker memory grows (a worker's USS, not the summed PSS, which the main process's batches move
   both ways): the index-in-numpy finding (copy-on-access, pytorch issue 13246), naming
   the dataset's Python lists of paths when it has some.
@@ -31,6 +33,7 @@ GROWTH_BYTES_PER_MIN = 10 * 2**20  # a worker's USS growing faster than this aft
 LIST_INDEX_ENTRIES = 10_000  # a Python list this long, read by forked workers, is copied
 JPEG_SUFFIXES = (".jpg", ".jpeg", ".JPG", ".JPEG")
 SAMPLE_FILES = 16
+ALLOCATOR_DECODE_SHARE = 0.2  # decode this large a part: an allocator that pays for it matters
 # the reader that does what each decoding library does in a pipeline
 BASELINE_READER = {
     "PIL": "pillow/open-convert",
@@ -46,7 +49,13 @@ BASELINE_READER = {
 }
 
 
-def advise(result: ProfileResult, dataset: Any, *, compare_readers: bool = True) -> list[str]:
+def advise(
+    result: ProfileResult,
+    dataset: Any,
+    *,
+    compare_readers: bool = True,
+    results_dir: Path | None = None,
+) -> list[str]:
     lines = [au_line(result)]
     ok = [c for c in result.configurations if c.status == "ok"]
     sampled = [c for c in ok if c.extra.get("attribution")]
@@ -70,6 +79,10 @@ def advise(result: ProfileResult, dataset: Any, *, compare_readers: bool = True)
                 f"{CATEGORY_TITLES[top]} takes the largest share of the sampled time "
                 f"({shares[top]:.0%} at {best.workers} workers)."
             )
+        if shares.get("decode", 0) >= ALLOCATOR_DECODE_SHARE and results_dir is not None:
+            setting = allocator_line(best.extra.get("decode_libraries", {}), results_dir)
+            if setting:
+                lines.append(setting)
     growth = memory_line(ok, dataset)
     if growth:
         lines.append(growth)
@@ -99,6 +112,34 @@ def au_line(result: ProfileResult) -> str:
     return (
         f"no worker count reaches AU {AU_PASS:.0%} with a {result.step_ms:g} ms step; the best is "
         f"{best.extra['au']:.0%} at {best.workers} workers: the pipeline, not the step, sets the pace."
+    )
+
+
+def allocator_line(libraries: dict[str, int], results_dir: Path) -> str | None:
+    """The allocator setting that pays for the pipeline's decoder in imgbench's own read rows
+    (``imgbench run`` with allocator sessions) in ``results_dir``, this machine's where any."""
+    from imgbench.loaders.advise import allocator_gains, allocator_settings
+    from imgbench.machine import machine_info
+    from imgbench.results.store import load_results
+
+    library = next((lib for lib in libraries if lib in BASELINE_READER), None)
+    if library is None or not Path(results_dir).is_dir():
+        return None
+    reader = BASELINE_READER[library].split("/")[0]
+    with warnings.catch_warnings():  # an unreadable file is the store's warning, not ours
+        warnings.simplefilter("ignore")
+        frame = load_results(results_dir).frame
+    rows = frame[(frame["stage"] == "read") & (frame["library"] == reader)]
+    gains = allocator_gains(rows, machine_info().machine_id) if not rows.empty else []
+    if not gains:
+        return None
+    gain = gains[0]
+    how, variables = allocator_settings(gain.allocator, gain.recorded_env)
+    settings = " ".join(f"{k}={v}" for k, v in sorted(variables.items()))
+    return (
+        f"the {gain.allocator} allocator pays for {library} in imgbench's read rows: "
+        f"{gain.factor:.2f}x on {gain.case} ({gain.images_per_s:,.0f} vs "
+        f"{gain.glibc_images_per_s:,.0f} images/s under glibc); {how}: {settings}."
     )
 
 

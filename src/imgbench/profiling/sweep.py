@@ -167,7 +167,9 @@ def profile(
     result = ProfileResult(label, configurations, results_path, flame, settings.step_ms)
     from imgbench.profiling.advice import advise
 
-    result.advice = advise(result, dataset, compare_readers=settings.compare_readers)
+    result.advice = advise(
+        result, dataset, compare_readers=settings.compare_readers, results_dir=Path(results_dir)
+    )
     return result
 
 
