@@ -5,6 +5,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from typer.testing import CliRunner
+
+from imgbench.cli import app
 from tests.profiling.conftest import (
     PIPELINES,
     QUICK,
@@ -56,6 +59,9 @@ def test_imagefolder_pillow_torchvision_example(photos: Path, tmp_path: Path) ->
         "ImageFile.load" in f["name"] or "convert" in f["name"] for f in doc["shared"]["frames"]
     )
     assert not processes_mentioning(str(tmp_path))
+    shown = CliRunner().invoke(app, ["results", "show", str(next(results.glob("*.parquet")))])
+    assert shown.exit_code == 0 and "profile/" in shown.output
+    assert "nan" not in shown.output  # null columns of profile rows print as blanks
 
 
 def test_opencv_albumentations_example_with_a_python_list_index(
