@@ -18,7 +18,7 @@ JSON_KEYS = [
     "step_ms",
     "peak_pss_bytes",
     "worker_uss_bytes_mean",
-    "pss_growth_bytes_per_min",
+    "uss_growth_bytes_per_min",
     "attribution",
     "user_setting",
     "failed_index",
@@ -31,6 +31,14 @@ CATEGORIES = {
     "other": "other",
 }
 HINT = "`imgbench profile MODULE:FACTORY --kw key=value` measures your own Dataset or DataLoader"
+
+
+def workers_mean(growth: object) -> float | None:
+    """Mean USS growth of a configuration's workers (``uss_growth_bytes_per_min`` by process)."""
+    if not isinstance(growth, dict):
+        return None
+    slopes = [v for name, v in growth.items() if name != "main" and isinstance(v, int | float)]
+    return sum(slopes) / len(slopes) if slopes else None
 
 
 def sweep_table(rows: pd.DataFrame) -> pd.DataFrame:
@@ -49,8 +57,7 @@ def sweep_table(rows: pd.DataFrame) -> pd.DataFrame:
             "step, ms": pd.to_numeric(rows["step_ms"], errors="coerce"),
             "peak PSS, MiB": pd.to_numeric(rows["peak_pss_bytes"], errors="coerce") / mib,
             "worker USS, MiB": pd.to_numeric(rows["worker_uss_bytes_mean"], errors="coerce") / mib,
-            "PSS growth, MiB/min": pd.to_numeric(rows["pss_growth_bytes_per_min"], errors="coerce")
-            / mib,
+            "worker USS growth, MiB/min": rows["uss_growth_bytes_per_min"].map(workers_mean) / mib,
             "status": rows["status"],
             "reason": rows["reason"],
         }

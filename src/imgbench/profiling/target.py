@@ -84,7 +84,12 @@ def build_target(target: str, kwargs: Mapping[str, Any]) -> Any:
 
 def is_dataset_or_loader(obj: Any) -> bool:
     """A DataLoader, a torch Dataset, or anything map-style (``__len__`` and ``__getitem__``)."""
-    from torch.utils.data import DataLoader, Dataset, IterableDataset
+    try:
+        from torch.utils.data import DataLoader, Dataset, IterableDataset
+    except ImportError as exc:
+        raise TargetError(
+            f"imgbench profile needs torch (pip install 'imgbench[torch]'): {one_line(exc)}"
+        ) from exc
 
     if isinstance(obj, DataLoader | Dataset | IterableDataset):
         return True
