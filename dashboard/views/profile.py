@@ -45,23 +45,37 @@ def sweep_table(rows: pd.DataFrame) -> pd.DataFrame:
     """One line per configuration: what the terminal's sweep table shows."""
     rows = with_json_keys(rows, JSON_KEYS)
     mib = 2**20
-    return pd.DataFrame(
-        {
-            "pipeline": rows["variant"],
-            "run": rows["run_id"],
-            "workers": pd.to_numeric(rows["workers"], errors="coerce").astype("Int64"),
-            "yours": rows["user_setting"].fillna(False).astype(bool),
-            "images/s": rows["images_per_s_median"].round(0),
-            "first batch, s": pd.to_numeric(rows["time_to_first_batch_s"], errors="coerce"),
-            "AU, %": pd.to_numeric(rows["au"], errors="coerce") * 100,
-            "step, ms": pd.to_numeric(rows["step_ms"], errors="coerce"),
-            "peak PSS, MiB": pd.to_numeric(rows["peak_pss_bytes"], errors="coerce") / mib,
-            "worker USS, MiB": pd.to_numeric(rows["worker_uss_bytes_mean"], errors="coerce") / mib,
-            "worker USS growth, MiB/min": rows["uss_growth_bytes_per_min"].map(workers_mean) / mib,
-            "status": rows["status"],
-            "reason": rows["reason"],
-        }
-    ).sort_values(["pipeline", "run", "workers"])
+    return (
+        pd.DataFrame(
+            {
+                "pipeline": rows["variant"],
+                "run": rows["run_id"],
+                "workers": pd.to_numeric(rows["workers"], errors="coerce").astype("Int64"),
+                "yours": rows["user_setting"].fillna(False).astype(bool),
+                "images/s": rows["images_per_s_median"].round(0),
+                "first batch, s": pd.to_numeric(rows["time_to_first_batch_s"], errors="coerce"),
+                "AU, %": pd.to_numeric(rows["au"], errors="coerce") * 100,
+                "step, ms": pd.to_numeric(rows["step_ms"], errors="coerce"),
+                "peak PSS, MiB": pd.to_numeric(rows["peak_pss_bytes"], errors="coerce") / mib,
+                "worker USS, MiB": pd.to_numeric(rows["worker_uss_bytes_mean"], errors="coerce")
+                / mib,
+                "worker USS growth, MiB/min": rows["uss_growth_bytes_per_min"].map(workers_mean)
+                / mib,
+                "status": rows["status"],
+                "reason": rows["reason"],
+            }
+        )
+        .sort_values(["pipeline", "run", "workers"])
+        .round(
+            {
+                "first batch, s": 2,
+                "AU, %": 1,
+                "peak PSS, MiB": 0,
+                "worker USS, MiB": 0,
+                "worker USS growth, MiB/min": 1,
+            }
+        )
+    )
 
 
 def attribution_long(rows: pd.DataFrame) -> pd.DataFrame:
@@ -83,7 +97,7 @@ def attribution_long(rows: pd.DataFrame) -> pd.DataFrame:
 
 
 def render(view: View) -> None:
-    st.header("Your pipeline")
+    st.title("Your pipeline")
     every = view.without("run")  # every profile run, whichever run the sidebar preselected
     rows = every[every["stage"] == STAGE]
     if rows.empty:

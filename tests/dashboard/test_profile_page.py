@@ -9,6 +9,7 @@ import pytest
 import imgbench
 from tests.dashboard.conftest import chart_data
 from tests.dashboard.fixtures import standard_runs, write_run
+from tests.dashboard.test_browser import ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, _visit, serve
 from tests.profiling.pipelines import faulty
 
 
@@ -39,3 +40,20 @@ def test_profile_rows_show_their_sweep_and_attribution(open_app, profile_results
     for _, part in shares.groupby("config"):
         assert part["share"].sum() == pytest.approx(1, abs=0.01)
     assert "collate/IPC" in set(shares["category"])
+
+
+@pytest.mark.skipif(
+    not CHROMIUM.exists(), reason="needs Debian's Chromium: apt-get install chromium"
+)
+def test_profile_page_renders_in_chromium(profile_results: Path) -> None:
+    from playwright.sync_api import sync_playwright
+
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    with serve(profile_results) as url, sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            _visit(page, url, "profile", 1, "profile")
+            assert page.get_by_text("Where the time goes").count() == 1
+        finally:
+            browser.close()
