@@ -19,10 +19,12 @@ from dashboard.data import cached_results, results_dir  # noqa: E402
 from dashboard.state import BENCH_HINT, View, apply_filters, publish, sidebar_filters  # noqa: E402
 from imgbench.stages import STAGES  # noqa: E402
 
-# Overview first, then one page per stage as registered in imgbench.stages, then the run tools
+# Overview first, then one page per stage as registered in imgbench.stages, then `imgbench
+# profile`'s rows (a user's own pipeline), then the run tools
 PAGES = [
     ("views/overview.py", "Overview", ":material/dashboard:"),
     *((stage.page, stage.title, stage.icon) for stage in STAGES),
+    ("views/profile.py", "Your pipeline", ":material/troubleshoot:"),
     ("views/compare.py", "Compare", ":material/compare_arrows:"),
     ("views/explorer.py", "Explorer", ":material/table:"),
 ]

@@ -73,6 +73,15 @@ def newest_group(results: Results, runs: list[str]) -> list[str]:
     return [run for run in runs if groups.get(run) == group]
 
 
+def bench_runs(results: Results, runs: list[str]) -> list[str]:
+    """The runs that measured imgbench's own stages: an `imgbench profile` run (a user's own
+    pipeline, shown on its page whatever the Run filter) is not preselected over them."""
+    frame = results.frame
+    profile_only = frame.groupby("run_label")["stage"].agg(lambda s: set(s) == {"profile"})
+    kept = [run for run in runs if not profile_only.get(run, False)]
+    return kept or runs
+
+
 def sidebar_filters(results: Results) -> dict[str, list[str]]:
     """One multiselect per filter (empty = all); the run filter starts on the newest run."""
     selections: dict[str, list[str]] = {}
@@ -83,7 +92,11 @@ def sidebar_filters(results: Results) -> dict[str, list[str]]:
             key = f"filter_{name}"
             if key in st.session_state:  # drop choices that vanished with a changed folder
                 st.session_state[key] = [v for v in st.session_state[key] if v in options]
-            default = newest_group(results, options) if name == "run" and options else []
+            default = (
+                newest_group(results, bench_runs(results, options))
+                if name == "run" and options
+                else []
+            )
             selections[name] = st.multiselect(
                 title,
                 options,

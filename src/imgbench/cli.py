@@ -43,6 +43,7 @@ _SUBCOMMANDS: list[tuple[str, typer.Typer, str]] = [
     ("ci", app, "imgbench.compare.cli:ci_command"),
     ("advise", app, "imgbench.loaders.advise:advise_command"),
     ("report", app, "imgbench.report.cli:report_command"),
+    ("profile", app, "imgbench.profiling.cli:profile_command"),
     *((s.verify_name, verify_app, s.verify_command) for s in STAGES if s.verify_command),
 ]
 for _name, _parent, _target in _SUBCOMMANDS:
@@ -205,6 +206,11 @@ def results_show(
             found = "no run" if not matches else f"{len(matches)} runs"
             raise fail(f"{found} matching {run_id!r} in {results}")
         frame = frame[frame["run_id"] == matches[0]]
+    import pandas as pd
+
+    def known(value: object) -> bool:  # null columns read back as NaN, which is truthy
+        return bool(pd.notna(value) and value)
+
     table = Table("case", "status", "images/s", "q1–q3", "MP/s", "p99 ms", "reason")
     for row in frame.itertuples():
         ok = row.status == "ok"
@@ -213,9 +219,11 @@ def results_show(
             str(row.status),
             f"{row.images_per_s_median:,.0f}" if ok else "",
             f"{row.images_per_s_q1:,.0f}–{row.images_per_s_q3:,.0f}" if ok else "",
-            f"{row.megapixels_per_s_median:,.1f}" if ok and row.megapixels_per_s_median else "",
-            f"{row.latency_ms_p99:.2f}" if ok and row.latency_ms_p99 else "",
-            str(row.reason or ""),
+            f"{row.megapixels_per_s_median:,.1f}"
+            if ok and known(row.megapixels_per_s_median)
+            else "",
+            f"{row.latency_ms_p99:.2f}" if ok and known(row.latency_ms_p99) else "",
+            str(row.reason) if known(row.reason) else "",
         )
     console.print(table)
 

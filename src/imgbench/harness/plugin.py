@@ -12,10 +12,8 @@ import json
 import math
 import os
 import time
-import uuid
 from collections.abc import Generator
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -29,11 +27,11 @@ from imgbench.harness.case import Case, with_allocator
 from imgbench.harness.context import CaseContext
 from imgbench.harness.host import HostGate
 from imgbench.harness.measure import Measurement, measure, record_samples
+from imgbench.harness.row import measurement_columns, new_run_id, row_header
 from imgbench.harness.worker import WorkerJob, WorkerServer
-from imgbench.machine import commit_info, dist_version, machine_info
+from imgbench.machine import dist_version
 from imgbench.paths import looks_like_path
 from imgbench.profiles import Profile, ProfileError, get_profile
-from imgbench.results.schema import empty_row
 from imgbench.results.store import write_rows
 from imgbench.stages import STAGES, get_stage, stage_cases
 
@@ -242,8 +240,7 @@ def pytest_configure(config: pytest.Config) -> None:
     if spec and looks_like_path(spec) and not Path(spec).exists():
         raise pytest.UsageError(f"imgbench: dataset path does not exist: {spec}")
     save_name = config.getoption("benchmark_save", None)
-    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
-    run_id = f"{stamp}-{save_name or 'run'}-{uuid.uuid4().hex[:6]}"
+    run_id = new_run_id(save_name)
     config.stash[STATE_KEY] = SessionState(
         config=config,
         profile=profile,
@@ -423,17 +420,8 @@ def build_row(
     status: str,
     reason: str | None,
 ) -> dict[str, Any]:
-    row = empty_row()
-    commit = commit_info()
-    row.update(machine_info().as_row())
+    row = row_header(state.run_id, state.run_name, os.environ.get(RUN_GROUP_ENV) or state.run_id)
     row.update(
-        run_id=state.run_id,
-        run_name=state.run_name,
-        run_group=os.environ.get(RUN_GROUP_ENV) or state.run_id,
-        created_utc=datetime.now(UTC),
-        git_commit=commit.commit,
-        git_branch=commit.branch,
-        git_dirty=commit.dirty,
         stage=case.stage,
         case_id=case.case_id,
         test_id=item.nodeid,
@@ -465,16 +453,9 @@ def build_row(
     else:
         row.update(dataset_name=state.dataset_spec or state.profile.dataset)
     if measurement is not None:
-        row.update(measurement.metrics())
-        if measurement.library_version:
-            row["library_version"] = measurement.library_version
-        row.update(
-            threads_opencv=measurement.threads.threads_opencv,
-            threads_torch=measurement.threads.threads_torch,
-            threads_blas=measurement.threads.threads_blas,
-            thread_env=measurement.threads.thread_env,
-            allocator_env=measurement.threads.allocator_env,
-            extra_json=json.dumps({"timer": measurement.timer, **measurement.extra}, default=str),
+        row.update(measurement_columns(measurement))
+        row["extra_json"] = json.dumps(
+            {"timer": measurement.timer, **measurement.extra}, default=str
         )
     return row
 

@@ -16,7 +16,7 @@ runs the rows its entry declares, so a new loader needs no edit here.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypedDict
 
 from imgbench.harness.case import Case, Workload, spec_case
 from imgbench.harness.context import CaseContext
@@ -303,7 +303,12 @@ def prepare_loader(
     )
 
 
-def _timeouts(params: dict[str, Any]) -> dict[str, float]:
+class _Timeouts(TypedDict, total=False):
+    batch_timeout_s: float
+    first_batch_timeout_s: float
+
+
+def _timeouts(params: dict[str, Any]) -> _Timeouts:
     if "batch_timeout_s" not in params:
         return {}
     seconds = float(params["batch_timeout_s"])

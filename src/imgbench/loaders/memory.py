@@ -152,8 +152,11 @@ def summarise(timeline: list[dict[str, Any]], steady_from_s: float = 0.0) -> dic
     if steady.sum() >= 3 and np.ptp(times[steady]) > 0:
         growth = float(np.polyfit(times[steady], pss[steady], 1)[0] * 60)
     last: dict[str, dict[str, int]] = {}
+    uss: dict[str, list[tuple[float, int]]] = {}
     for point in timeline:
         last[point["process"]] = point
+        if point["t_s"] >= steady_from_s:
+            uss.setdefault(point["process"], []).append((point["t_s"], point["uss_bytes"]))
     workers = [p for name, p in last.items() if name != "main"]
     return {
         "memory_timeline": timeline,
@@ -161,6 +164,8 @@ def summarise(timeline: list[dict[str, Any]], steady_from_s: float = 0.0) -> dic
         "pss_growth_bytes_per_min": growth,
         "pss_growth_window_s": float(np.ptp(times[steady])) if steady.any() else 0.0,
         "final_uss_bytes": {name: p["uss_bytes"] for name, p in sorted(last.items())},
+        # each process's own memory: copy-on-access grows a worker's USS, whatever the others do
+        "uss_growth_bytes_per_min": {name: _slope_per_min(uss[name]) for name in sorted(uss)},
         "final_pss_bytes": {name: p["pss_bytes"] for name, p in sorted(last.items())},
         "worker_uss_bytes_mean": int(np.mean([p["uss_bytes"] for p in workers]))
         if workers
@@ -169,3 +174,12 @@ def summarise(timeline: list[dict[str, Any]], steady_from_s: float = 0.0) -> dic
         if workers
         else None,
     }
+
+
+def _slope_per_min(points: list[tuple[float, int]]) -> float | None:
+    """Least-squares slope of (seconds, bytes) points, per minute; None under 3 points."""
+    times = np.array([t for t, _ in points], dtype=float)
+    if len(points) < 3 or np.ptp(times) <= 0:
+        return None
+    values = np.array([v for _, v in points], dtype=float)
+    return float(np.polyfit(times, values, 1)[0] * 60)

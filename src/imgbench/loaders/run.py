@@ -57,6 +57,7 @@ class LoaderRun:
         first_batch_timeout_s: float = FIRST_BATCH_TIMEOUT_S,
         memory_interval_s: float = DEFAULT_INTERVAL_S,
         check: Callable[[Batch], str | None] | None = None,
+        count_images: Callable[[Batch], int] = batch_images,
     ) -> None:
         self.loader = loader
         self.name = name
@@ -67,6 +68,7 @@ class LoaderRun:
         self.batch_timeout_s = batch_timeout_s
         self.first_batch_timeout_s = first_batch_timeout_s
         self.check = check  # the first batch's problem, or None
+        self.count_images = count_images  # images in a batch (a user's batch has its own shape)
         self.extra: dict[str, Any] = {}
         self.sampler = MemorySampler(loader.worker_pids, interval_s=memory_interval_s)
         self._iterator: Iterator[Batch] | None = None
@@ -138,10 +140,11 @@ class LoaderRun:
                 break
         return pulled
 
-    def step(self, _item: object = None) -> None:
+    def pull(self) -> Batch:
+        """The next batch under the batch deadline, outside the measured steps (what a caller
+        times itself, e.g. ``imgbench profile``'s AU and stack-sampling phases)."""
         if self._iterator is None:
-            raise LoaderError(f"{self.name}: step() before start()")
-        begin = clock()
+            raise LoaderError(f"{self.name}: a batch pulled before start()")
         try:
             with deadline(self.batch_timeout_s, self.name):
                 batch = next(self._iterator)
@@ -152,6 +155,12 @@ class LoaderRun:
             if error is exc:
                 raise
             raise error from exc
+        return batch
+
+    def step(self, _item: object = None) -> int:
+        """One measured batch; returns the images it held."""
+        begin = clock()
+        batch = self.pull()
         waited = clock() - begin
         spent = self.compute.run() if self.compute is not None else 0.0
         self._steps += 1
@@ -159,12 +168,14 @@ class LoaderRun:
             self._cpu_start, self._cpu_clock = psutil.cpu_times(), clock()
             self._tree_cpu_start = _tree_cpu_s(self.loader.worker_pids())
             self._steady_from_s = self.sampler.now()
+        images = self.count_images(batch)
         if self._steps > self.warmup_batches:
             self._latencies.append(waited)
             self._compute_s += spent
             self._wall_s += clock() - begin
-            self._images += batch_images(batch)
+            self._images += images
             self._stages.add(batch[2], batch[3])
+        return images
 
     def close(self) -> None:
         if self._closed:

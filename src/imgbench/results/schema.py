@@ -43,7 +43,7 @@ _FIELDS: list[tuple[str, pa.DataType, str]] = [
     ("arch", pa.string(), ""),
     ("python_version", pa.string(), ""),
     # case
-    ("stage", pa.string(), "read | augment | format | loader | native | ..."),
+    ("stage", pa.string(), "read | augment | format | loader | native | profile | ..."),
     ("case_id", pa.string(), "stable id of the case across runs (stage/library/variant/params)"),
     ("test_id", pa.string(), "pytest node id"),
     ("library", pa.string(), "library measured, e.g. pillow, opencv"),

@@ -1,0 +1,376 @@
+"""The sweep of ``imgbench profile``: the user's pipeline at each worker count, one result row
+per configuration, written as soon as it is measured.
+
+Each configuration is one :class:`imgbench.loaders.run.LoaderRun` (the loader stage's first
+batch timing, prefetch drain, batch deadlines, memory sampler and worker reaping) over
+:class:`~imgbench.profiling.loader.UserLoader`, in three phases on the same workers:
+
+1. throughput: batches as fast as they come for ``seconds`` (images/s from rounds of
+   ``2 x workers`` batches, as the loader stage times them);
+2. AU: after each batch an emulated training step of ``step_ms`` (``imgbench.loaders.au``);
+3. stacks: batches as fast as they come while py-spy samples every process
+   (``imgbench.profiling.stacks``), attributed to read / decode / augment / collate.
+
+A configuration that fails (a sample that raises, a worker that dies or hangs past the batch
+deadline) is a failed row with the reason and the sample index, and the sweep goes on.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from imgbench.errors import one_line
+from imgbench.harness.allocator import current as current_allocator
+from imgbench.harness.measure import Measurement
+from imgbench.harness.memory import peak_rss_bytes, reset_peak_rss
+from imgbench.harness.row import measurement_columns, new_run_id, row_header
+from imgbench.harness.threads import current_settings
+from imgbench.loaders.au import AU_PASS, ComputeStep, accelerator_utilisation
+from imgbench.loaders.base import clock
+from imgbench.loaders.run import LoaderRun
+from imgbench.machine import dist_version
+from imgbench.profiling.attribution import attribute
+from imgbench.profiling.flame import write_flame_graph
+from imgbench.profiling.loader import UserLoader, batch_parts, failed_index, images_in
+from imgbench.profiling.stacks import StackSampler
+from imgbench.results.store import write_rows
+
+STAGE = "profile"
+LIBRARY = "torch-dataloader"
+
+
+@dataclass(frozen=True)
+class ProfileSettings:
+    """How long and how each configuration is measured."""
+
+    seconds: float = 8.0  # throughput phase
+    au_seconds: float | None = None  # AU phase; None: half of ``seconds``
+    sample_seconds: float = 3.0  # stack sampling phase; 0: no stacks
+    step_ms: float = 50.0  # the emulated training step after each batch
+    batch_size: int = 32  # for a Dataset; a DataLoader keeps its own
+    workers: tuple[int, ...] | None = None  # None: 0..cores, plus the loader's own setting
+    batch_timeout_s: float = 30.0
+    first_batch_timeout_s: float = 120.0
+    memory_interval_s: float = 1.0
+    sample_rate: int = 100  # py-spy samples per second
+    compare_readers: bool = True  # decode-bound: time the verified readers on the user's files
+
+    @property
+    def au_phase_s(self) -> float:
+        return self.seconds / 2 if self.au_seconds is None else self.au_seconds
+
+
+@dataclass
+class Configuration:
+    """One measured (or failed) worker count."""
+
+    workers: int
+    user_setting: bool
+    status: str
+    reason: str | None
+    images_per_s: float | None
+    extra: dict[str, Any] = field(default_factory=dict)
+    row: dict[str, Any] = field(default_factory=dict)
+    measurement: Measurement | None = None
+
+
+@dataclass
+class ProfileResult:
+    target: str
+    configurations: list[Configuration]
+    results_path: Path
+    flame_graph: Path | None
+    step_ms: float
+    advice: list[str] = field(default_factory=list)
+
+    @property
+    def fewest_workers_at_au(self) -> int | None:
+        """The fewest workers whose AU at ``step_ms`` was 90% or more."""
+        passing = [
+            c.workers
+            for c in self.configurations
+            if c.status == "ok" and (c.extra.get("au") or 0) >= AU_PASS
+        ]
+        return min(passing) if passing else None
+
+
+def cores() -> int:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+def worker_counts(source: Any, chosen: tuple[int, ...] | None) -> tuple[list[int], int | None]:
+    """The worker counts to measure and the user's own (a DataLoader's ``num_workers``)."""
+    from torch.utils.data import DataLoader
+
+    own = source.num_workers if isinstance(source, DataLoader) else None
+    counts = set(chosen) if chosen is not None else set(range(cores() + 1))
+    if own is not None:
+        counts.add(own)
+    return sorted(counts), own
+
+
+def dataset_of(source: Any) -> Any:
+    from torch.utils.data import DataLoader
+
+    return source.dataset if isinstance(source, DataLoader) else source
+
+
+def profile(
+    source: Any,
+    *,
+    target: str | None = None,
+    settings: ProfileSettings | None = None,
+    results_dir: Path | str = Path("results"),
+    run_name: str | None = "profile",
+    params: dict[str, Any] | None = None,
+    on_configuration: Callable[[Configuration], None] | None = None,
+) -> ProfileResult:
+    """Sweep worker counts over ``source`` (a torch Dataset or DataLoader); every row is written
+    to ``results_dir/RUN_ID.parquet`` as soon as it is measured."""
+    settings = settings or ProfileSettings()
+    dataset = dataset_of(source)
+    label = target or f"{type(dataset).__module__}.{type(dataset).__name__}"
+    run_id = new_run_id(run_name)
+    results_path = Path(results_dir) / f"{run_id}.parquet"
+    stacks_dir = Path(results_dir) / f"{run_id}.stacks"
+    counts, own = worker_counts(source, settings.workers)
+    configurations: list[Configuration] = []
+    rows: list[dict[str, Any]] = []
+    parts: list[tuple[str, Path]] = []
+    for workers in counts:
+        stacks_file = stacks_dir / f"workers-{workers}.speedscope.json"
+        started = time.perf_counter()
+        config = measure_configuration(source, workers, settings, label, stacks_file)
+        config.user_setting = workers == own
+        config.row = build_row(
+            config, run_id, run_name, label, dataset, settings, params or {}, started
+        )
+        configurations.append(config)
+        rows.append(config.row)
+        write_rows(rows, results_path)  # atomically, after every configuration
+        parts.append((f"workers={workers}", stacks_file))
+        if on_configuration is not None:
+            on_configuration(config)
+    flame = write_flame_graph(parts, Path(results_dir) / f"{run_id}.speedscope.json", label)
+    for _, part in parts:
+        part.unlink(missing_ok=True)
+    if stacks_dir.is_dir() and not any(stacks_dir.iterdir()):
+        stacks_dir.rmdir()
+    result = ProfileResult(label, configurations, results_path, flame, settings.step_ms)
+    from imgbench.profiling.advice import advise
+
+    result.advice = advise(
+        result, dataset, compare_readers=settings.compare_readers, results_dir=Path(results_dir)
+    )
+    return result
+
+
+def measure_configuration(
+    source: Any, workers: int, settings: ProfileSettings, label: str, stacks_file: Path
+) -> Configuration:
+    """One worker count through the three phases; failures become a failed configuration."""
+    reset_peak_rss()
+    extra: dict[str, Any] = {}
+    try:
+        loader = UserLoader(source, workers, settings.batch_size, settings.batch_timeout_s)
+    except Exception as exc:
+        why = f"{label} ({workers} workers): {one_line(exc)}"
+        return Configuration(workers, False, "failed", why, None, extra)
+    batch = loader.batch_size
+    prefetch = (loader.loader.prefetch_factor or 0) if workers else 0
+    per_round = max(2, 2 * workers)
+    run = LoaderRun(
+        loader,
+        f"{label} ({workers} workers)",
+        parallel=max(1, workers),
+        warmup_batches=per_round,
+        drain_batches=workers * prefetch,
+        batch_timeout_s=settings.batch_timeout_s,
+        first_batch_timeout_s=settings.first_batch_timeout_s,
+        memory_interval_s=settings.memory_interval_s,
+        count_images=lambda b: images_in(b[0], batch),
+    )
+    extra = run.extra
+    extra.update(start_method=loader.start_method, batch_size=batch, phase_s={})
+    measurement: Measurement | None = None
+    status: str = "ok"
+    reason: str | None = None
+    try:
+        run.start()
+        for _ in range(per_round):  # warm-up: the loader's own, untimed
+            run.step()
+        measurement = _throughput(run, settings.seconds, per_round, batch)
+        extra.update(_au(run, settings))
+        extra.update(_stacks(run, settings, stacks_file, loader))
+    except Exception as exc:
+        status, reason = "failed", one_line(exc)
+        index = failed_index(reason)
+        if index is not None:
+            extra["failed_index"] = index
+    finally:
+        run.close()
+    extra["epochs_started"] = loader.epochs + 1
+    images_per_s = (
+        measurement.images_per_round / float(np.median(measurement.samples_s))
+        if measurement is not None and measurement.samples_s
+        else None
+    )
+    return Configuration(workers, False, status, reason, images_per_s, extra, {}, measurement)
+
+
+def _throughput(run: LoaderRun, seconds: float, per_round: int, batch: int) -> Measurement:
+    """Rounds of ``per_round`` batches for ``seconds``; each round's time is scaled to a full
+    round of ``per_round x batch`` images (an epoch's last batch may be smaller)."""
+    samples: list[float] = []
+    latencies: list[float] = []
+    begin = round_start = clock()
+    images = batches = 0
+    while True:
+        start = clock()
+        images += run.step()
+        latencies.append(clock() - start)
+        batches += 1
+        if batches == per_round:
+            samples.append((clock() - round_start) * per_round * batch / max(images, 1))
+            images = batches = 0
+            round_start = clock()
+            if clock() - begin >= seconds:
+                break
+    run.extra["phase_s"]["throughput"] = round(clock() - begin, 3)
+    return Measurement(
+        samples_s=samples,
+        latencies_s=np.asarray(latencies),
+        images_per_round=per_round * batch,
+        bytes_per_round=0,
+        megapixels_per_round=0.0,
+        rounds=len(samples),
+        warmup_rounds=1,
+        threads=current_settings(),
+        peak_rss_bytes=0,
+        cache_method="n/a: the user's pipeline reads as it reads",
+        process_model="in-process",
+        allocator=current_allocator(),
+    )
+
+
+def _au(run: LoaderRun, settings: ProfileSettings) -> dict[str, Any]:
+    """AU with an emulated step of ``step_ms`` after each batch (sleep: the CPU is free)."""
+    if settings.au_phase_s <= 0:
+        return {}
+    step = ComputeStep(settings.step_ms / 1e3)
+    compute_s = wall_s = 0.0
+    batches = 0
+    begin = clock()
+    while clock() - begin < settings.au_phase_s or batches < 2:
+        start = clock()
+        batch = run.pull()
+        compute_s += step.run()
+        if not batches:  # what the batches hold (shape, dtype), for the row and the advice
+            run.extra["batch_parts"] = batch_parts(batch[0])
+        wall_s += clock() - start
+        batches += 1
+    run.extra["phase_s"]["au"] = round(clock() - begin, 3)
+    return {
+        "au": accelerator_utilisation(compute_s, wall_s),
+        "step_ms": settings.step_ms,
+        "au_batches": batches,
+        "compute_s_per_batch": step.seconds,
+        "compute_kind": step.kind,
+    }
+
+
+def _stacks(
+    run: LoaderRun, settings: ProfileSettings, out: Path, loader: UserLoader
+) -> dict[str, Any]:
+    """Pull batches while py-spy samples this process and its workers; the shares per category."""
+    if settings.sample_seconds <= 0:
+        return {}
+    sampler = StackSampler(out, rate=settings.sample_rate)
+    if not sampler.start():
+        return {"attribution_error": sampler.error}
+    begin = clock()
+    try:
+        while clock() - begin < settings.sample_seconds:
+            run.pull()
+    finally:
+        stacks = sampler.stop()
+    run.extra["phase_s"]["stacks"] = round(clock() - begin, 3)
+    if sampler.error:
+        return {"attribution_error": sampler.error}
+    roles = {os.getpid(): "main"}
+    roles.update(dict.fromkeys(loader.worker_pids(), "workers"))
+    found = attribute(stacks, roles)
+    return {
+        "attribution": found.get("shares", {}),
+        "attribution_samples": found.get("samples", 0),
+        "attribution_wait_samples": found.get("wait_samples", 0),
+        "attribution_by_role": found.get("by_role", {}),
+        "decode_libraries": found.get("decode_libraries", {}),
+        "attribution_rate_hz": settings.sample_rate,
+    }
+
+
+def build_row(
+    config: Configuration,
+    run_id: str,
+    run_name: str | None,
+    label: str,
+    dataset: Any,
+    settings: ProfileSettings,
+    params: dict[str, Any],
+    started: float,
+) -> dict[str, Any]:
+    """The configuration as a results row (the same schema as every stage's)."""
+    measurement = config.measurement
+    row = row_header(run_id, run_name, run_id)
+    try:
+        n_images: int | None = len(dataset)
+    except TypeError:
+        n_images = None
+    case_params = {
+        **params,
+        "target": label,
+        "workers": config.workers,
+        "batch_size": config.extra.get("batch_size") or settings.batch_size,
+        "user_setting": config.user_setting,
+        "seconds": settings.seconds,
+        "au_seconds": settings.au_phase_s,
+        "sample_seconds": settings.sample_seconds,
+        "step_ms": settings.step_ms,
+    }
+    batch_size = config.extra.get("batch_size") or settings.batch_size
+    row.update(
+        stage=STAGE,
+        case_id=f"{STAGE}/{label}/workers={config.workers}",
+        library=LIBRARY,
+        library_version=dist_version("torch"),
+        variant=label,
+        environment="main",
+        dataset_name=type(dataset).__name__,
+        dataset_images=n_images,
+        workers=config.workers,
+        batch_size=batch_size,
+        params_json=json.dumps(case_params, sort_keys=True, default=str),
+        status=config.status,
+        reason=config.reason,
+        wall_s=time.perf_counter() - started,
+        measure="wall",
+    )
+    if measurement is not None:
+        measurement.peak_rss_bytes = peak_rss_bytes()
+        row.update(measurement_columns(measurement))
+    extra = {**config.extra, "user_setting": config.user_setting}
+    row["extra_json"] = json.dumps(extra, default=str)
+    return row
+
+
+def settings_dict(settings: ProfileSettings) -> dict[str, Any]:
+    return asdict(settings)

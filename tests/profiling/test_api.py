@@ -1,0 +1,90 @@
+"""``imgbench.profile(...)`` in a notebook's process: a Dataset or a DataLoader, rows as they are
+measured, and attribution that follows where the work really is."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import psutil
+import pytest
+from torch.utils.data import DataLoader
+
+import imgbench
+from imgbench.profiling.sweep import ProfileResult
+from tests.dashboard.fixtures import write_allocator_run
+from tests.profiling.conftest import extra, read_rows
+from tests.profiling.pipelines.folder_pillow import make_dataset
+
+
+def _profile(root: Path, results: Path, **kwargs: object) -> tuple[dict[str, float], list[str]]:
+    """The attribution shares and the advice of a 0-worker profile of the ImageFolder example."""
+    result = imgbench.profile(
+        make_dataset(str(root), **kwargs),  # type: ignore[arg-type]
+        workers=[0],
+        batch_size=8,
+        seconds=0.5,
+        au_seconds=0.2,
+        sample_seconds=2.5,
+        results=results,
+        compare_readers=False,
+    )
+    assert isinstance(result, ProfileResult)
+    (config,) = result.configurations
+    assert config.status == "ok", config.reason
+    shares: dict[str, float] = config.extra["attribution"]
+    return shares, result.advice
+
+
+def test_attribution_follows_a_slower_decode_and_a_heavier_augmentation(
+    photos: Path, tmp_path: Path
+) -> None:
+    plain, _ = _profile(photos, tmp_path / "plain")
+    slow = tmp_path / "slow-decode"
+    write_allocator_run(slow)  # imgbench's own read rows, with allocator sessions, beside it
+    slow_decode, advice_lines = _profile(photos, slow, decode_repeats=3)
+    advice = " ".join(advice_lines)
+    assert "the glibc-tuned allocator pays for PIL in imgbench's read rows: 1.88x" in advice
+    assert "MALLOC_TRIM_THRESHOLD_=1000000000" in advice
+    heavy_augment, _ = _profile(photos, tmp_path / "heavy", heavy_augment=True)
+    assert slow_decode["decode"] > plain["decode"] + 0.1, (plain, slow_decode)
+    assert slow_decode["decode"] > slow_decode["augment"]
+    assert heavy_augment["augment"] > plain["augment"] + 0.1, (plain, heavy_augment)
+    assert heavy_augment["augment"] > heavy_augment["decode"]
+
+
+def test_a_dataloader_keeps_its_settings_and_its_worker_count_is_a_row(
+    photos: Path, tmp_path: Path
+) -> None:
+    loader = DataLoader(make_dataset(str(photos)), batch_size=4, num_workers=1)
+    result = imgbench.profile(
+        loader,
+        workers=[0],
+        seconds=0.5,
+        au_seconds=0.3,
+        sample_seconds=0,
+        results=tmp_path,
+        compare_readers=False,
+    )
+    assert isinstance(result, ProfileResult)
+    assert [(c.workers, c.user_setting) for c in result.configurations] == [(0, False), (1, True)]
+    rows = read_rows(tmp_path)
+    assert list(rows["batch_size"]) == [4, 4]  # the loader's own batch size
+    assert rows.iloc[1]["case_id"].endswith("workers=1")
+    assert extra(rows.iloc[1])["batch_parts"][0] == {
+        "shape": [4, 3, 96, 96],
+        "dtype": "torch.float32",
+    }
+    assert (
+        pd.api.types.is_float_dtype(rows["images_per_s_median"])
+        and (rows["images_per_s_median"] > 0).all()
+    )
+    assert psutil.Process().children(recursive=True) == []
+
+
+def test_something_else_is_refused_in_one_line(tmp_path: Path) -> None:
+    with pytest.raises(
+        TypeError, match=r"imgbench\.profile: int is not a torch Dataset or DataLoader"
+    ):
+        imgbench.profile(42, results=tmp_path)
+    assert not list(tmp_path.iterdir())
