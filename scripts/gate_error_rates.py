@@ -79,6 +79,7 @@ def main() -> None:
     parser.add_argument("--profile", default="quick")
     parser.add_argument("--case", default="read/pillow/open-convert[codec=jpeg*")
     parser.add_argument("--skip-aa", action="store_true")
+    parser.add_argument("--keep", type=Path, help="copy each trial's JSON report into this folder")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="imgbench-gate-") as tmp:
         repo = _clone(Path(tmp))
@@ -98,14 +99,22 @@ def main() -> None:
                 code, report, seconds = _ci(repo, base_sha, head, args.profile, work)
                 ratios = _ratios(report)
                 injected = [r for c, r in ratios.items() if fnmatch.fnmatchcase(c, args.case)]
-                others = [
-                    abs(r - 1) for c, r in ratios.items() if not fnmatch.fnmatchcase(c, args.case)
-                ]
+                others = {
+                    c: abs(r - 1)
+                    for c, r in ratios.items()
+                    if not fnmatch.fnmatchcase(c, args.case)
+                }
+                worst = max(others, key=lambda c: others[c], default="")
                 print(
                     f"{label:<14} {code:>4} {max(injected, default=float('nan')):>9.4f} "
-                    f"{max(others, default=float('nan')):>10.4%} {seconds / 60:>7.1f}",
+                    f"{max(others.values(), default=float('nan')):>10.4%} {seconds / 60:>7.1f}"
+                    f"  {worst}",
                     flush=True,
                 )
+                if args.keep is not None and (work / "report.json").exists():
+                    args.keep.mkdir(parents=True, exist_ok=True)
+                    name = f"{label.replace('/', '').replace(' ', '').replace('+', '')}-{trial}"
+                    shutil.copy(work / "report.json", args.keep / f"{name}.json")
                 shutil.rmtree(work, ignore_errors=True)
 
 
