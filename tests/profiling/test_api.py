@@ -14,13 +14,18 @@ import imgbench
 from imgbench.profiling.sweep import ProfileResult
 from tests.dashboard.fixtures import write_allocator_run
 from tests.profiling.conftest import extra, read_rows
+from tests.profiling.pipelines.cv2_albumentations import Cv2Dataset
 from tests.profiling.pipelines.folder_pillow import make_dataset
 
+EXAMPLES = {"imagefolder-pillow-torchvision": make_dataset, "opencv-albumentations": Cv2Dataset}
 
-def _profile(root: Path, results: Path, **kwargs: object) -> tuple[dict[str, float], list[str]]:
-    """The attribution shares and the advice of a 0-worker profile of the ImageFolder example."""
+
+def _profile(
+    root: Path, results: Path, example: str = "imagefolder-pillow-torchvision", **kwargs: object
+) -> tuple[dict[str, float], list[str]]:
+    """The attribution shares and the advice of a 0-worker profile of one shipped example."""
     result = imgbench.profile(
-        make_dataset(str(root), **kwargs),  # type: ignore[arg-type]
+        EXAMPLES[example](str(root), **kwargs),  # type: ignore[operator]
         workers=[0],
         batch_size=8,
         seconds=0.5,
@@ -36,21 +41,26 @@ def _profile(root: Path, results: Path, **kwargs: object) -> tuple[dict[str, flo
     return shares, result.advice
 
 
+@pytest.mark.parametrize("example", sorted(EXAMPLES))
 def test_attribution_follows_a_slower_decode_and_a_heavier_augmentation(
-    photos: Path, tmp_path: Path
+    photos: Path, tmp_path: Path, example: str
 ) -> None:
-    plain, _ = _profile(photos, tmp_path / "plain")
-    slow = tmp_path / "slow-decode"
-    write_allocator_run(slow)  # imgbench's own read rows, with allocator sessions, beside it
-    slow_decode, advice_lines = _profile(photos, slow, decode_repeats=3)
-    advice = " ".join(advice_lines)
-    assert "the glibc-tuned allocator pays for PIL in imgbench's read rows: 1.88x" in advice
-    assert "MALLOC_TRIM_THRESHOLD_=1000000000" in advice
-    heavy_augment, _ = _profile(photos, tmp_path / "heavy", heavy_augment=True)
+    plain, _ = _profile(photos, tmp_path / "plain", example)
+    slow_decode, _ = _profile(photos, tmp_path / "slow-decode", example, decode_repeats=3)
+    heavy_augment, _ = _profile(photos, tmp_path / "heavy", example, heavy_augment=True)
     assert slow_decode["decode"] > plain["decode"] + 0.1, (plain, slow_decode)
     assert slow_decode["decode"] > slow_decode["augment"]
     assert heavy_augment["augment"] > plain["augment"] + 0.1, (plain, heavy_augment)
     assert heavy_augment["augment"] > heavy_augment["decode"]
+
+
+def test_the_allocator_that_pays_for_the_decoder_is_advised(photos: Path, tmp_path: Path) -> None:
+    slow = tmp_path / "slow-decode"
+    write_allocator_run(slow)  # imgbench's own read rows, with allocator sessions, beside it
+    _, advice_lines = _profile(photos, slow, decode_repeats=3)
+    advice = " ".join(advice_lines)
+    assert "the glibc-tuned allocator pays for PIL in imgbench's read rows: 1.88x" in advice
+    assert "MALLOC_TRIM_THRESHOLD_=1000000000" in advice
 
 
 def test_a_dataloader_keeps_its_settings_and_its_worker_count_is_a_row(
