@@ -140,3 +140,32 @@ def test_counts_repeat_and_the_gate_names_the_case_that_did_more_work(
     assert "instructions_per_image" in report.read_text()
     same = runner.invoke(app, ["compare", str(tmp_path / "base"), str(tmp_path / "base")])
     assert same.exit_code == 0, same.output[-2000:]
+
+
+COUNTED_PASS = """
+import gc, sys
+from pathlib import Path
+from imgbench.harness.case import Workload
+from imgbench.harness.instructions import count_pass
+
+seen = []
+workload = Workload(items=list(range(4)), fn=lambda item: seen.append(gc.isenabled()))
+counts = count_pass(workload, Path(sys.argv[1]), "gc-check")
+print(seen, gc.isenabled(), counts.instructions > 0)
+"""
+
+
+@pytest.mark.skipif(valgrind_missing() is not None, reason=str(valgrind_missing()))
+def test_the_counted_pass_runs_without_the_garbage_collector(tmp_path: Path) -> None:
+    """A collection inside a short pass would count as the case's work (pytest-codspeed's rule)."""
+    from imgbench.harness.instructions import valgrind_command
+
+    out = subprocess.run(
+        [*valgrind_command(tmp_path), sys.executable, "-c", COUNTED_PASS, str(tmp_path)],
+        env=dict(os.environ, CODSPEED_ENV="1"),
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split() == ["[False,", "False,", "False,", "False]", "True", "True"]

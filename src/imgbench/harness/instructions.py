@@ -20,6 +20,7 @@ its parallelism is not), reads from disk or a cold cache (the kernel's work is i
 
 from __future__ import annotations
 
+import gc
 import os
 import shutil
 from dataclasses import dataclass
@@ -114,6 +115,12 @@ def count_pass(workload: Workload, out_dir: Path, name: str) -> Counts:
     fn = workload.fn
     if workload.before_round is not None:
         workload.before_round()
+    # as pytest-codspeed does: a collection that falls inside a short pass (a few thousand
+    # instructions per image for a byte read) would be counted as the case's work, and when it
+    # falls depends on everything allocated before
+    collecting = gc.isenabled()
+    gc.collect()
+    gc.disable()
     hooks.disable_callgrind_markers()
     hooks.start_benchmark()
     hooks.callgrind_start_instrumentation()
@@ -124,6 +131,8 @@ def count_pass(workload: Workload, out_dir: Path, name: str) -> Counts:
         hooks.callgrind_stop_instrumentation()
         hooks.stop_benchmark()
         hooks.set_executed_benchmark(name.encode("ascii", "replace").decode("ascii"))
+        if collecting:
+            gc.enable()
     (dump,) = set(out_dir.glob(pattern)) - before
     counts = parse_dump(dump)
     dump.unlink(missing_ok=True)
