@@ -71,3 +71,17 @@ def test_make_test_runs_on_debian_or_ubuntu_with_python_311() -> None:
     for name, _, job in _make_test_jobs():
         assert "ubuntu" in str(job.get("runs-on")), f"{name}: not on an Ubuntu runner"
         assert _python_version(job) == "3.11", f"{name}: not Python 3.11"
+
+
+def test_the_regression_workflow_gates_on_counts_and_writes_the_answer() -> None:
+    """imgbench ci with instruction counts deciding, its Markdown and the report's answer in the
+    job summary."""
+    doc = _load(WORKFLOWS / "imgbench.yml")
+    runs = [
+        str(step.get("run", "")) for job in doc["jobs"].values() for step in job.get("steps", [])
+    ]
+    ci = [r for r in runs if "imgbench ci" in r]
+    assert ci and "--measure both" in ci[0] and "--workdir imgbench-work" in ci[0]
+    assert any("imgbench-report.md" in r and "GITHUB_STEP_SUMMARY" in r for r in runs)
+    answer = [r for r in runs if "imgbench report" in r]
+    assert answer and "--markdown" in answer[0] and "imgbench-work/results-head" in answer[0]
