@@ -29,15 +29,23 @@ def synth(
     subsampling: Annotated[str, typer.Option(help="444 | 422 | 420 (JPEG)")] = "420",
     classes: Annotated[int, typer.Option(help="class folders")] = 10,
     seed: Annotated[int, typer.Option(help="same seed and options, same bytes")] = 0,
+    detail: Annotated[
+        str,
+        typer.Option(
+            help="low | medium | high, a level (1.0 = medium), or KB per megapixel: 250kb[@q90]"
+        ),
+    ] = "medium",
     workers: Annotated[int | None, typer.Option(help="processes (default: every core)")] = None,
 ) -> None:
     """Photo-like synthetic images, deterministic, on every core."""
     from . import synth as generator
+    from .detail import parse_detail
 
     if size is None and sizes is None:
         size = "500x375"
     try:
         fixed = generator.parse_size(size) if size else None
+        level = parse_detail(detail, quality, seed)
         start = time.perf_counter()
         generator.generate(
             out,
@@ -49,6 +57,7 @@ def synth(
             subsampling=subsampling,
             classes=classes,
             seed=seed,
+            detail=level,
             workers=workers,
         )
     except (ValueError, OSError) as exc:
