@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import io
+import random
 from pathlib import Path
 
 import numpy as np
@@ -70,7 +71,7 @@ def test_bad_arguments_are_refused() -> None:
 
 
 def test_imagenet_sizes_look_like_imagenet() -> None:
-    rng = np.random.default_rng(0)
+    rng = random.Random(0)
     sizes = np.array([imagenet_size(rng) for _ in range(4000)])
     short = sizes.min(axis=1)
     long_edge = sizes.max(axis=1)
