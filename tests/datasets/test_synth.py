@@ -24,14 +24,16 @@ def _kb_per_mp(data: bytes, w: int, h: int) -> float:
 
 
 def test_same_arguments_same_bytes_and_fingerprint(tmp_path: Path) -> None:
-    a = generate(tmp_path / "a", 12, size=(160, 120), classes=3, seed=7, progress=False)
-    b = generate(tmp_path / "b", 12, size=(160, 120), classes=3, seed=7, progress=False, workers=1)
+    # 40 images: two workers mapping banks built once vs one process building its own
+    a = generate(tmp_path / "a", 40, size=(160, 120), classes=3, seed=7, progress=False, workers=2)
+    b = generate(tmp_path / "b", 40, size=(160, 120), classes=3, seed=7, progress=False, workers=1)
+    assert [p.name for p in a.iterdir() if p.name.startswith(".")] == []  # no banks left behind
     files_a = sorted(p.relative_to(a) for p in a.rglob("*.jpg"))
     assert files_a == sorted(p.relative_to(b) for p in b.rglob("*.jpg"))
     for rel in files_a:
         assert (a / rel).read_bytes() == (b / rel).read_bytes()
     assert scan(a).fingerprint == scan(b).fingerprint
-    other = generate(tmp_path / "c", 12, size=(160, 120), classes=3, seed=8, progress=False)
+    other = generate(tmp_path / "c", 40, size=(160, 120), classes=3, seed=8, progress=False)
     assert scan(other).fingerprint != scan(a).fingerprint
 
 

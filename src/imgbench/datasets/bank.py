@@ -18,6 +18,9 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import os
+from collections.abc import Iterable
+from pathlib import Path
 
 import numpy as np
 from PIL import Image
@@ -59,14 +62,53 @@ def scene(seed: int, side: int, k: int) -> Layers:
     return render_layers(np.random.default_rng([seed, side, k, 0xBA4C]), native, native)
 
 
-@functools.lru_cache(maxsize=MAX_BANKS)
-def bank(seed: int, detail: float, side: int, k: int) -> tuple[np.ndarray, np.ndarray]:
-    """Scene ``k`` of the ``side`` tier, upright and turned a quarter (RGBX, rendered once)."""
+def build(seed: int, detail: float, side: int, k: int) -> np.ndarray:
+    """Scene ``k`` of the ``side`` tier, upright and turned a quarter: (2, side+1, side, 4)."""
     layers = scene(seed, side, k)
     pixels = layers.pixels(detail)
     if pixels.shape[0] < side:
         pixels = _upscale(pixels, layers.noise * np.float32(NOISE_SIGMA * detail), side)
-    return _rgbx(pixels), _rgbx(np.rot90(pixels))
+    return np.stack([_rgbx(pixels), _rgbx(np.rot90(pixels))])
+
+
+def bank_file(folder: Path, seed: int, detail: float, side: int, k: int) -> Path:
+    return Path(folder) / f"bank-{seed}-{detail!r}-{side}-{k}.npy"
+
+
+def save(job: tuple[str, int, float, int, int]) -> str:
+    """Build one bank into ``folder`` (atomically), for every worker to map: pool-friendly."""
+    folder, seed, detail, side, k = job
+    path = bank_file(Path(folder), seed, detail, side, k)
+    tmp = path.with_suffix(f".{os.getpid()}.tmp")
+    with tmp.open("wb") as handle:
+        np.save(handle, build(seed, detail, side, k))
+    os.replace(tmp, path)
+    return str(path)
+
+
+_shared: Path | None = None  # where this process finds banks that another process built
+
+
+def use_shared(folder: Path | None) -> None:
+    """Map banks from ``folder`` when they are there (built once by ``save``) instead of
+    rendering them in every worker; the pages are shared through the page cache."""
+    global _shared
+    _shared = folder
+
+
+@functools.lru_cache(maxsize=MAX_BANKS)
+def bank(seed: int, detail: float, side: int, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """Scene ``k`` of the ``side`` tier, upright and turned a quarter (RGBX, rendered once)."""
+    path = bank_file(_shared, seed, detail, side, k) if _shared is not None else None
+    both = np.load(path, mmap_mode="r") if path is not None and path.is_file() else None
+    if both is None:
+        both = build(seed, detail, side, k)
+    return both[0], both[1]
+
+
+def tiers(sizes: Iterable[tuple[int, int]]) -> list[int]:
+    """The tiers images of these sizes need, largest first (the longest builds start first)."""
+    return sorted({tier(w, h) for w, h in sizes}, reverse=True)
 
 
 def _upscale(pixels: np.ndarray, noise: np.ndarray, side: int) -> np.ndarray:

@@ -16,6 +16,8 @@ import io
 import itertools
 import os
 import random
+import shutil
+import tempfile
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -154,9 +156,12 @@ def write_file(path: Path, data: bytes) -> None:
         os.close(fd)
 
 
-def make_images(job: tuple[SynthSpec, str, int, int]) -> list[str]:
-    """Render, encode and write images ``start``..``stop`` of ``spec``; their relative paths."""
-    spec, out, start, stop = job
+def make_images(job: tuple[SynthSpec, str, int, int, str | None]) -> list[str]:
+    """Render, encode and write images ``start``..``stop`` of ``spec``; their relative paths.
+
+    ``banks``: a folder of banks built once for all workers (or None: build them here)."""
+    spec, out, start, stop, banks = job
+    bank.use_shared(Path(banks) if banks else None)
     names = []
     for index in range(start, stop):
         data = encode(render(spec, index), spec.codec, spec.quality, spec.subsampling)
@@ -192,24 +197,57 @@ def generate(
         (out / f"class_{label:03d}").mkdir(parents=True, exist_ok=True)
     n_workers = max(1, min(workers or cpu_count(), n // 16 or 1))
     task = max(1, min(TASK_IMAGES, n // (n_workers * 4) or 1))
-    jobs: Iterator[tuple[SynthSpec, str, int, int]] = (
-        (spec, str(out), start, min(n, start + task)) for start in range(0, n, task)
-    )
     from tqdm import tqdm
 
     labels_tmp = out / ".labels.csv.tmp"
-    with (
-        labels_tmp.open("w", newline="") as handle,
-        tqdm(total=n, desc=f"synth {out.name}", unit="img", disable=not progress) as bar,
-    ):
-        writer = csv.writer(handle)
-        writer.writerow(["path", "label"])
-        try:
+    banks = _shared_banks(spec, out, n_workers)
+    jobs: Iterator[tuple[SynthSpec, str, int, int, str | None]] = (
+        (spec, str(out), start, min(n, start + task), banks) for start in range(0, n, task)
+    )
+    try:
+        with (
+            labels_tmp.open("w", newline="") as handle,
+            tqdm(total=n, desc=f"synth {out.name}", unit="img", disable=not progress) as bar,
+        ):
+            writer = csv.writer(handle)
+            writer.writerow(["path", "label"])
             for names in imap(make_images, jobs, workers=n_workers, chunksize=1):
                 writer.writerows([rel, rel.split("/", 1)[0]] for rel in names)
                 bar.update(len(names))
-        finally:
-            if n_workers <= 1:
-                bank.clear()  # the banks were built in this process
+    finally:
+        bank.clear()  # banks built or mapped in this process (serial runs)
+        bank.use_shared(None)
+        if banks:
+            shutil.rmtree(banks, ignore_errors=True)
     os.replace(labels_tmp, out / "labels.csv")
     return out
+
+
+def possible_sizes(spec: SynthSpec) -> list[tuple[int, int]]:
+    """Every long edge the spec can draw (as landscape sizes): enough to know its tiers."""
+    if spec.size is not None:
+        return [spec.size]
+    return [(edge, 1) for edge in range(281, 2600)]
+
+
+def _shared_banks(spec: SynthSpec, out: Path, n_workers: int) -> str | None:
+    """With several workers, build every bank the spec needs once, spread over the workers, into
+    a folder that the workers map (instead of each rendering all of them): in shared memory
+    (``/dev/shm``) where there is one, else hidden in ``out``; removed when done."""
+    if n_workers <= 1:
+        return None
+    shm = Path("/dev/shm")
+    parent = shm if shm.is_dir() and os.access(shm, os.W_OK) else out
+    folder = Path(tempfile.mkdtemp(prefix=".imgbench-banks-", dir=parent))
+    jobs = [
+        (str(folder), spec.seed, spec.detail, side, k)
+        for side in bank.tiers(possible_sizes(spec))
+        for k in range(bank.banks_per_tier(side))
+    ]
+    try:
+        for _ in imap(bank.save, iter(jobs), workers=min(n_workers, len(jobs)), chunksize=1):
+            pass
+    except BaseException:
+        shutil.rmtree(folder, ignore_errors=True)
+        raise
+    return str(folder)
