@@ -9,6 +9,7 @@ once its completion marker is written, so an interrupted conversion leaves nothi
 
 from __future__ import annotations
 
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -68,8 +69,10 @@ def convert(
     ``on_bad(path, reason)`` hears of every file left out as soon as the scan knows it.
     Raises DatasetError when ``src`` holds no usable image, FormatError when nothing was written.
     """
+    if progress is None:  # tqdm bars (with ETA) where someone watches
+        progress = sys.stderr.isatty()
     start = time.perf_counter()
-    manifest = scan(Path(src), workers=workers, progress=bool(progress))
+    manifest = scan(Path(src), workers=workers, progress=progress)
     scan_s = time.perf_counter() - start
     for bad in manifest.bad:
         if on_bad is not None:
