@@ -84,3 +84,28 @@ def test_cli_errors_are_one_line(tmp_path: Path) -> None:
         app, ["dataset", "synth", "--out", str(tmp_path), "--n", "2", "--codec", "gif"]
     )
     assert result.exit_code == 2 and "codec must be one of" in result.output
+
+
+def test_a_new_generator_version_is_a_new_recipe_folder(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Caches built by an older generator are never reused: its VERSION is in the digest."""
+    from imgbench.datasets import synth
+
+    recipe = recipes.get("synthetic-small")
+    before = recipe.digest
+    monkeypatch.setattr(synth, "VERSION", synth.VERSION + 1)
+    assert recipe.digest != before
+
+
+def test_cli_synth_detail(tmp_path: Path) -> None:
+    sizes = {}
+    for level in ("low", "high"):
+        out = tmp_path / level
+        args = ["dataset", "synth", "--out", str(out), "--n", "4", "--size", "200x150"]
+        result = runner.invoke(app, [*args, "--detail", level])
+        assert result.exit_code == 0, result.output
+        sizes[level] = sum(p.stat().st_size for p in out.rglob("*.jpg"))
+    assert sizes["low"] < sizes["high"]
+    result = runner.invoke(
+        app, ["dataset", "synth", "--out", str(tmp_path / "x"), "--n", "2", "--detail", "busy"]
+    )
+    assert result.exit_code == 2 and "detail must be low, medium, high" in result.output

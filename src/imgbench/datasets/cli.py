@@ -29,15 +29,23 @@ def synth(
     subsampling: Annotated[str, typer.Option(help="444 | 422 | 420 (JPEG)")] = "420",
     classes: Annotated[int, typer.Option(help="class folders")] = 10,
     seed: Annotated[int, typer.Option(help="same seed and options, same bytes")] = 0,
+    detail: Annotated[
+        str,
+        typer.Option(
+            help="low | medium | high, a level (1.0 = medium), or KB per megapixel: 250kb[@q90]"
+        ),
+    ] = "medium",
     workers: Annotated[int | None, typer.Option(help="processes (default: every core)")] = None,
 ) -> None:
     """Photo-like synthetic images, deterministic, on every core."""
     from . import synth as generator
+    from .detail import parse_detail
 
     if size is None and sizes is None:
         size = "500x375"
     try:
         fixed = generator.parse_size(size) if size else None
+        level = parse_detail(detail, quality, seed)
         start = time.perf_counter()
         generator.generate(
             out,
@@ -49,6 +57,7 @@ def synth(
             subsampling=subsampling,
             classes=classes,
             seed=seed,
+            detail=level,
             workers=workers,
         )
     except (ValueError, OSError) as exc:
@@ -140,3 +149,53 @@ def build(
     except DatasetError as exc:
         raise fail(exc) from None
     console.print(f"{name}: {path}", highlight=False)
+
+
+@dataset_app.command()
+def convert(
+    src: Annotated[
+        Path, typer.Argument(help="a folder of images (recursive, ImageFolder or flat)")
+    ],
+    to: Annotated[str, typer.Option("--to", help="a storage format: lmdb, tar, parquet, ...")],
+    out: Annotated[
+        Path | None, typer.Option(help="the store to write (default: SRC.FORMAT)")
+    ] = None,
+    workers: Annotated[int | None, typer.Option(help="processes (default: every core)")] = None,
+    force: Annotated[bool, typer.Option(help="replace an existing store at --out")] = False,
+) -> None:
+    """Convert a folder of images into a storage format: streamed, atomic, bad files skipped."""
+    from imgbench.formats.base import FormatError
+    from imgbench.formats.registry import formats, get_format
+    from imgbench.harness.memory import peak_rss_bytes
+
+    from .convert import convert as convert_folder
+    from .convert import default_target
+
+    try:
+        spec = get_format(to)
+    except KeyError:
+        names = ", ".join(f.name for f in formats())
+        raise fail(f"unknown format {to!r}; formats: {names}") from None
+    missing = spec.unmet_requirement()
+    if missing:
+        raise fail(f"format {spec.name} cannot be written here: {missing}")
+    target = out if out is not None else default_target(src, spec)
+    if target.exists() and not force:
+        raise fail(f"{target} exists: choose another --out, or --force to replace it")
+
+    def report_bad(path: str, reason: str) -> None:
+        console.print(f"[yellow]skipped[/] {path}: {reason}", highlight=False)
+
+    try:
+        report = convert_folder(src, spec, target, workers=workers, on_bad=report_bad)
+    except (DatasetError, FormatError, OSError) as exc:
+        raise fail(exc) from None
+    ratio = report.bytes_on_disk / report.source_bytes if report.source_bytes else 0.0
+    console.print(
+        f"{report.records:,} images -> {report.target} ({report.format}): "
+        f"{report.images_per_s:,.0f} images/s (scan and check {report.scan_s:,.1f} s, "
+        f"write {report.write_images_per_s:,.0f} images/s), "
+        f"{report.bytes_on_disk / 1e6:,.1f} MB on disk ({ratio:.3f}x the source), "
+        f"{len(report.left_out)} files skipped, peak RSS {peak_rss_bytes() / 2**20:,.0f} MiB",
+        highlight=False,
+    )

@@ -16,7 +16,7 @@ from typing import TypeVar
 T = TypeVar("T")
 R = TypeVar("R")
 
-_PRELOAD = ["imgbench.datasets.scan", "imgbench.datasets.synth"]
+_PRELOAD = ["imgbench.datasets.scan", "imgbench.datasets.synth", "imgbench.datasets.bank"]
 
 
 def cpu_count() -> int:

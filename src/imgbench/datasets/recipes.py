@@ -103,8 +103,10 @@ def _locked(path: Path) -> Iterator[None]:
 
 def _build(recipe: Recipe, out: Path, progress: bool) -> None:
     from . import sample, synth
+    from .detail import parse_detail
 
     p = recipe.params
+    detail = p.get("detail", "medium")
     if recipe.kind == "sample":
         sample.build(out)
     elif recipe.kind == "synth":
@@ -118,6 +120,7 @@ def _build(recipe: Recipe, out: Path, progress: bool) -> None:
             subsampling=str(p.get("subsampling", "420")),
             classes=int(p.get("classes", 10)),
             seed=int(p.get("seed", 0)),
+            detail=parse_detail(detail, int(p.get("quality", 90)), int(p.get("seed", 0))),
             progress=progress,
         )
     else:
@@ -133,6 +136,7 @@ def _build(recipe: Recipe, out: Path, progress: bool) -> None:
                     subsampling=str(p.get("subsampling", "420")),
                     classes=1,
                     seed=int(p.get("seed", 0)),
+                    detail=parse_detail(detail, int(quality), int(p.get("seed", 0))),
                     progress=progress,
                 )
 

@@ -1,0 +1,255 @@
+"""The scale benchmark of the dataset tools: generate N images, convert them, extrapolate to 1M.
+
+    .venv/bin/python scripts/bench_datasets.py --n 100000 --formats lmdb tar parquet
+
+1. The generator against its floor, in the same run: ``imgbench.datasets.encode_bound.measure``
+   times the generator's per-image work and encoding the same images alone, chunk by chunk on
+   every core (``--rounds`` rounds of ``--ratio-n`` images; the median ratio is the figure).
+2. ``imgbench dataset synth`` at N/10 and at N, each in its own process: images/s end to end (pool
+   start and texture banks included) against the encode bound of step 1, and peak RSS (the
+   high-water mark, VmHWM, of the largest process and of all of them summed, sampled every
+   0.5 s over the process tree).
+3. ``imgbench dataset scan`` of the N images (the decode check every conversion starts with), then
+   the read bound (read + SHA-256 of every source file, one process, warm page cache: what the
+   writer does per record before writing), then ``imgbench dataset convert`` to each format at
+   N/10 and N: images/s of the write phase against the read bound, peak RSS, bytes on disk.
+4. Extrapolation to 1M images: hours per step and the disk needed.
+
+Rates on a shared machine move with its neighbours: the load average is printed beside every
+step, and the ratios are what to compare between machines. Files go under ``--dir`` (removed at
+the end unless ``--keep``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "src"))
+
+from imgbench.datasets.encode_bound import measure  # noqa: E402
+from imgbench.datasets.synth import SynthSpec, parse_size  # noqa: E402
+from imgbench.formats.base import read_meta  # noqa: E402
+
+
+def load() -> str:
+    one, five, _ = os.getloadavg()
+    return f"load {one:.1f}/{five:.1f} on {os.cpu_count()} cores"
+
+
+def _hwm(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/status") as handle:
+            for line in handle:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
+
+
+def run_measured(args: list[str]) -> dict[str, Any]:
+    """Run a command; its wall time and the peak RSS of its process tree (VmHWM per process)."""
+    start = time.perf_counter()
+    env = {**os.environ, "COLUMNS": "400"}  # one summary line, not wrapped
+    proc = subprocess.Popen(
+        args, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
+    )
+    peaks: dict[int, int] = {}
+    done = threading.Event()
+
+    def sample() -> None:
+        root = psutil.Process(proc.pid)
+        while not done.is_set():
+            try:
+                pids = [root.pid] + [c.pid for c in root.children(recursive=True)]
+            except psutil.NoSuchProcess:
+                return
+            for pid in pids:
+                peaks[pid] = max(peaks.get(pid, 0), _hwm(pid))
+            done.wait(0.5)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    output, _ = proc.communicate()
+    seconds = time.perf_counter() - start
+    done.set()
+    sampler.join()
+    if proc.returncode != 0:
+        raise SystemExit(f"{' '.join(args)} failed ({proc.returncode}):\n{output.decode()[-2000:]}")
+    return {
+        "seconds": seconds,
+        "peak_rss_max_mib": max(peaks.values(), default=0) / 2**20,
+        "peak_rss_sum_mib": sum(peaks.values()) / 2**20,
+        "processes": len(peaks),
+        "output": output.decode(errors="replace").strip().splitlines()[-1:],
+    }
+
+
+def cli(*args: str) -> list[str]:
+    return [sys.executable, "-m", "imgbench.cli", *args]
+
+
+def read_bound(root: Path) -> float:
+    """Images/s of reading and hashing every image file under ``root`` (one process)."""
+    files = [p for p in root.rglob("*.jpg")]
+    start = time.perf_counter()
+    for path in files:
+        hashlib.sha256(path.read_bytes()).digest()
+    return len(files) / (time.perf_counter() - start)
+
+
+def folder_bytes(root: Path) -> int:
+    return sum(p.stat().st_blocks * 512 for p in root.rglob("*") if p.is_file())
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--n", type=int, default=100_000, help="images to generate")
+    parser.add_argument("--small", type=int, default=None, help="the smaller N (default N/10)")
+    parser.add_argument("--formats", nargs="+", default=["lmdb", "tar", "parquet"])
+    parser.add_argument("--sizes", default="imagenet", help="'imagenet', or a size like 500x375")
+    parser.add_argument("--detail", default="medium")
+    parser.add_argument("--ratio-n", type=int, default=2000, help="images per ratio round")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--dir", type=Path, default=ROOT / "datasets" / ".cache" / "bench-scale")
+    parser.add_argument("--json", type=Path, default=None, help="write the figures here")
+    parser.add_argument("--keep", action="store_true", help="keep the generated files")
+    opts = parser.parse_args()
+    small = opts.small or max(1, opts.n // 10)
+    size_args = ["--sizes", "imagenet"] if opts.sizes == "imagenet" else ["--size", opts.sizes]
+    fixed = None if opts.sizes == "imagenet" else parse_size(opts.sizes)
+    work = opts.dir
+    if work.exists():
+        shutil.rmtree(work)
+    work.mkdir(parents=True)
+    figures: dict[str, Any] = {"n": opts.n, "small": small, "sizes": opts.sizes, "rounds": []}
+    try:
+        # 1. the generator against encoding the same images alone
+        from imgbench.datasets.detail import parse_detail
+
+        level = parse_detail(opts.detail, 90)
+        for r in range(opts.rounds):
+            spec = SynthSpec(
+                opts.ratio_n,
+                size=fixed,
+                sizes=None if fixed else "imagenet",
+                detail=level,
+                seed=r,
+            )
+            result = measure(spec, work / f"ratio-{r}")
+            shutil.rmtree(work / f"ratio-{r}")
+            row = {
+                "ratio": result.ratio,
+                "generate_per_s": result.generate_per_s,
+                "encode_bound_per_s": result.encode_bound_per_s,
+                "compose_share": result.compose_s / result.generate_s,
+                "write_share": result.write_s / result.generate_s,
+                "load": load(),
+            }
+            figures["rounds"].append(row)
+            print(
+                f"ratio round {r}: generator {row['generate_per_s']:,.0f} img/s vs encode bound "
+                f"{row['encode_bound_per_s']:,.0f} img/s = {row['ratio']:.1%} (compose "
+                f"{row['compose_share']:.1%}, write {row['write_share']:.1%} of the generator's "
+                f"time) [{row['load']}]",
+                flush=True,
+            )
+        bound = statistics.median(r["encode_bound_per_s"] for r in figures["rounds"])
+        figures["ratio_median"] = statistics.median(r["ratio"] for r in figures["rounds"])
+
+        # 2. end to end at two sizes
+        for n in (small, opts.n):
+            out = work / f"synth-{n}"
+            before = load()
+            args = ["--out", str(out), "--n", str(n), *size_args, "--detail", opts.detail]
+            run = run_measured(cli("dataset", "synth", *args))
+            run.update(rate=n / run["seconds"], load=before, bytes=folder_bytes(out))
+            figures[f"synth_{n}"] = run
+            print(
+                f"synth {n:,}: {run['rate']:,.0f} img/s end to end ({run['rate'] / bound:.1%} of "
+                f"the median encode bound), peak RSS {run['peak_rss_max_mib']:,.0f} MiB largest "
+                f"process / {run['peak_rss_sum_mib']:,.0f} MiB all {run['processes']}, "
+                f"{run['bytes'] / n / 1e3:,.1f} KB/image on disk [{before}]",
+                flush=True,
+            )
+
+        # 3. scan, read bound, conversions
+        for n in (small, opts.n):
+            src = work / f"synth-{n}"
+            before = load()
+            run = run_measured(cli("dataset", "scan", str(src)))
+            figures[f"scan_{n}"] = {**run, "rate": n / run["seconds"], "load": before}
+            print(
+                f"scan {n:,}: {n / run['seconds']:,.0f} img/s (decode check), peak RSS "
+                f"{run['peak_rss_max_mib']:,.0f} MiB largest process [{before}]",
+                flush=True,
+            )
+            reads = read_bound(src)
+            figures[f"read_bound_{n}"] = reads
+            print(f"read bound {n:,}: {reads:,.0f} img/s (read + SHA-256) [{load()}]", flush=True)
+            for name in opts.formats:
+                store = work / f"store-{n}.{name}"
+                before = load()
+                run = run_measured(
+                    cli("dataset", "convert", str(src), "--to", name, "--out", str(store))
+                )
+                meta = read_meta(store)
+                found = re.search(r"write ([\d,]+) images/s", " ".join(run["output"]))
+                write_rate = float(found.group(1).replace(",", "")) if found else 0.0
+                run.update(rate=meta.count / run["seconds"], write_rate=write_rate, load=before)
+                run.update(bytes_on_disk=meta.bytes_on_disk, records=meta.count)
+                figures[f"convert_{name}_{n}"] = run
+                print(
+                    f"convert {n:,} -> {name}: write phase {write_rate:,.0f} img/s "
+                    f"({write_rate / reads:.1%} of the read bound), {run['rate']:,.0f} img/s "
+                    f"end to end (process start and cached scan included), peak RSS "
+                    f"{run['peak_rss_max_mib']:,.0f} MiB, {meta.bytes_on_disk / 1e9:,.2f} GB "
+                    f"[{before}]",
+                    flush=True,
+                )
+                if n == small:
+                    shutil.rmtree(store)
+
+        # 4. extrapolation to a million images
+        n = opts.n
+        synth = figures[f"synth_{n}"]
+        print(f"\nextrapolated to 1,000,000 images (from N = {n:,}):")
+        scan_rate = figures[f"scan_{n}"]["rate"]
+        print(f"  scan (decode check, once for all conversions): {1e6 / scan_rate / 3600:,.2f} h")
+        print(
+            f"  generate: {1e6 / synth['rate'] / 3600:,.2f} h, "
+            f"{synth['bytes'] / n * 1e6 / 1e9:,.0f} GB"
+        )
+        total = synth["bytes"] / n * 1e6
+        for name in opts.formats:
+            run = figures[f"convert_{name}_{n}"]
+            size = run["bytes_on_disk"] / run["records"] * 1e6
+            total += size
+            hours = 1e6 / run["rate"] / 3600
+            print(f"  convert -> {name}: {hours:,.2f} h (after one scan), {size / 1e9:,.0f} GB")
+        print(f"  disk for the images and all {len(opts.formats)} stores: {total / 1e9:,.0f} GB")
+        figures["disk_1m_gb"] = total / 1e9
+    finally:
+        if not opts.keep:
+            shutil.rmtree(work, ignore_errors=True)
+    if opts.json:
+        opts.json.write_text(json.dumps(figures, indent=1))
+
+
+if __name__ == "__main__":
+    main()

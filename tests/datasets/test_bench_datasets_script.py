@@ -1,0 +1,45 @@
+"""scripts/bench_datasets.py runs end to end at a tiny N (its figures are not asserted: speed
+targets live in the benchmark, not in unit tests)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def test_scale_benchmark_runs_and_reports_every_step(tmp_path: Path) -> None:
+    figures_file = tmp_path / "figures.json"
+    work = tmp_path / "work"
+    args = ["--n", "40", "--small", "20", "--ratio-n", "16", "--rounds", "1"]
+    args += ["--sizes", "96x64", "--formats", "lmdb", "parquet", "--dir", str(work)]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO / "src"), str(REPO)])}
+    proc = subprocess.run(
+        [
+            sys.executable,
+            str(REPO / "scripts" / "bench_datasets.py"),
+            *args,
+            "--json",
+            str(figures_file),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=env,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    figures = json.loads(figures_file.read_text())
+    (ratio_round,) = figures["rounds"]
+    assert ratio_round["ratio"] > 0 and ratio_round["encode_bound_per_s"] > 0
+    for n in (20, 40):
+        assert figures[f"synth_{n}"]["peak_rss_max_mib"] > 0
+        for name in ("lmdb", "parquet"):
+            convert = figures[f"convert_{name}_{n}"]
+            assert convert["records"] == n and convert["write_rate"] > 0
+    assert figures["disk_1m_gb"] > 0
+    assert "extrapolated to 1,000,000 images" in proc.stdout
+    assert not work.exists()  # removed without --keep
