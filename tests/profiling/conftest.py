@@ -17,6 +17,20 @@ from tests.conftest import write_photo_like
 
 REPO = Path(__file__).resolve().parents[2]
 PIPELINES = "tests.profiling.pipelines"
+
+
+def children_left(before: set[int]) -> list[psutil.Process]:
+    """This process's descendants that were not there before the test: what the test left behind.
+
+    (A multiprocessing forkserver that an earlier test's code started lives as long as pytest: it
+    is not this test's.)"""
+    return [p for p in psutil.Process().children(recursive=True) if p.pid not in before]
+
+
+def children_now() -> set[int]:
+    return {p.pid for p in psutil.Process().children(recursive=True)}
+
+
 # short phases: each configuration takes a few seconds
 QUICK = ["--seconds", "1", "--au-seconds", "0.5", "--sample-seconds", "1.5"]
 

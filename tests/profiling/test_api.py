@@ -6,14 +6,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pandas as pd
-import psutil
 import pytest
 from torch.utils.data import DataLoader
 
 import imgbench
 from imgbench.profiling.sweep import ProfileResult
 from tests.dashboard.fixtures import write_allocator_run
-from tests.profiling.conftest import extra, read_rows
+from tests.profiling.conftest import children_left, children_now, extra, read_rows
 from tests.profiling.pipelines.cv2_albumentations import Cv2Dataset
 from tests.profiling.pipelines.folder_pillow import make_dataset
 
@@ -66,6 +65,7 @@ def test_the_allocator_that_pays_for_the_decoder_is_advised(photos: Path, tmp_pa
 def test_a_dataloader_keeps_its_settings_and_its_worker_count_is_a_row(
     photos: Path, tmp_path: Path
 ) -> None:
+    before = children_now()
     loader = DataLoader(make_dataset(str(photos)), batch_size=4, num_workers=1)
     result = imgbench.profile(
         loader,
@@ -89,7 +89,7 @@ def test_a_dataloader_keeps_its_settings_and_its_worker_count_is_a_row(
         pd.api.types.is_float_dtype(rows["images_per_s_median"])
         and (rows["images_per_s_median"] > 0).all()
     )
-    assert psutil.Process().children(recursive=True) == []
+    assert children_left(before) == []
 
 
 def test_something_else_is_refused_in_one_line(tmp_path: Path) -> None:

@@ -5,13 +5,19 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import psutil
 import pytest
 
 import imgbench
 from imgbench.profiling.sweep import ProfileResult
 from imgbench.profiling.target import TargetError, build_target, parse_kwargs
-from tests.profiling.conftest import PIPELINES, extra, read_rows, run_profile
+from tests.profiling.conftest import (
+    PIPELINES,
+    children_left,
+    children_now,
+    extra,
+    read_rows,
+    run_profile,
+)
 from tests.profiling.pipelines import faulty
 
 
@@ -71,6 +77,7 @@ def test_kw_values_are_python_literals_or_text() -> None:
 
 
 def _profile(source: object, results: Path) -> ProfileResult:
+    before = children_now()
     result = imgbench.profile(
         source,
         workers=[0, 1],
@@ -83,7 +90,7 @@ def _profile(source: object, results: Path) -> ProfileResult:
         results=results,
     )
     assert isinstance(result, ProfileResult)
-    assert psutil.Process().children(recursive=True) == []  # workers and samplers all gone
+    assert children_left(before) == []  # workers and samplers all gone
     return result
 
 
