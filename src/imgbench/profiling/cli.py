@@ -69,14 +69,16 @@ def profile_command(
         ),
     ] = True,
     env: Annotated[
-        str,
-        typer.Option("--env", help="environment to profile in: main, tensorflow (for tf.data)"),
-    ] = "main",
+        str | None,
+        typer.Option(
+            "--env", help="environment to profile in: main, tensorflow (for tf.data); default here"
+        ),
+    ] = None,
 ) -> None:
     """Profile your own Dataset or DataLoader: a worker sweep, memory, AU, where the time goes."""
     from imgbench.envs import current_environment
 
-    if env != current_environment():
+    if env is not None and env != current_environment():
         options = {
             "--batch-size": batch_size,
             "--workers": workers,
