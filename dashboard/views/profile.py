@@ -110,7 +110,10 @@ def render(view: View) -> None:
     st.dataframe(sweep_table(rows), hide_index=True)
     shares = attribution_long(rows[rows["status"] == "ok"])
     if shares.empty:
-        st.info("No stack samples in these rows (py-spy missing, or `--sample-seconds 0`).")
+        st.info(
+            "No stack samples in these rows (py-spy missing, `--sample-seconds 0`, or a tf.data "
+            "pipeline: its map functions run in TensorFlow's C++ threads, which py-spy cannot see)."
+        )
         return
     st.subheader("Where the time goes")
     chart = (

@@ -103,15 +103,15 @@ def au_line(result: ProfileResult) -> str:
     if fewest is not None:
         config = next(c for c in ok if c.workers == fewest)
         return (
-            f"{fewest} workers keep AU at {config.extra['au']:.0%} with a {result.step_ms:g} ms "
+            f"{fewest} {result.unit} keep AU at {config.extra['au']:.0%} with a {result.step_ms:g} ms "
             "step: the fewest that reach 90%."
         )
     if not ok:
         return "no configuration finished its AU phase."
     best = max(ok, key=lambda c: c.extra["au"])
     return (
-        f"no worker count reaches AU {AU_PASS:.0%} with a {result.step_ms:g} ms step; the best is "
-        f"{best.extra['au']:.0%} at {best.workers} workers: the pipeline, not the step, sets the pace."
+        f"no {result.unit} count reaches AU {AU_PASS:.0%} with a {result.step_ms:g} ms step; the best is "
+        f"{best.extra['au']:.0%} at {best.workers} {result.unit}: the pipeline, not the step, sets the pace."
     )
 
 

@@ -4,6 +4,7 @@ the advice, and where the rows and the flame graph were written."""
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 from typing import Annotated
 
@@ -33,7 +34,10 @@ def _workers(text: str | None) -> tuple[int, ...] | None:
 
 def profile_command(
     target: Annotated[
-        str, typer.Argument(help="MODULE:FACTORY returning a torch Dataset or DataLoader")
+        str,
+        typer.Argument(
+            help="MODULE:FACTORY returning a torch Dataset or DataLoader (or a tf.data.Dataset)"
+        ),
     ],
     kw: Annotated[
         list[str] | None,
@@ -41,7 +45,10 @@ def profile_command(
     ] = None,
     batch_size: Annotated[int, typer.Option(help="batch size for a Dataset")] = 32,
     workers: Annotated[
-        str | None, typer.Option(help="worker counts, e.g. 0,2,4 (default 0..cores)")
+        str | None,
+        typer.Option(
+            help="worker counts, e.g. 0,2,4 (default 0..cores); tf.data: thread pool sizes"
+        ),
     ] = None,
     seconds: Annotated[float, typer.Option(help="throughput phase per configuration")] = 8.0,
     au_seconds: Annotated[
@@ -61,8 +68,33 @@ def profile_command(
             help="when decode dominates, time the verified readers on a sample of your files",
         ),
     ] = True,
+    env: Annotated[
+        str | None,
+        typer.Option(
+            "--env", help="environment to profile in: main, tensorflow (for tf.data); default here"
+        ),
+    ] = None,
 ) -> None:
     """Profile your own Dataset or DataLoader: a worker sweep, memory, AU, where the time goes."""
+    from imgbench.envs import current_environment
+
+    if env is not None and env != current_environment():
+        options = {
+            "--batch-size": batch_size,
+            "--workers": workers,
+            "--seconds": seconds,
+            "--au-seconds": au_seconds,
+            "--sample-seconds": sample_seconds,
+            "--step-ms": step_ms,
+            "--timeout": timeout,
+            "--results": results,
+            "--name": name,
+            "--env": env,
+        }
+        args = [target, *(a for pair in kw or [] for a in ("--kw", pair))]
+        args += [str(a) for key, v in options.items() if v is not None for a in (key, v)]
+        args.append("--readers" if readers else "--no-readers")
+        raise typer.Exit(_in_environment(env, args))
     try:
         kwargs = parse_kwargs(kw or [])
         source = build_target(target, kwargs)
@@ -92,14 +124,29 @@ def profile_command(
     raise typer.Exit(0 if ok else 1)
 
 
+def _in_environment(environment: str, args: list[str]) -> int:
+    """``imgbench profile ARGS`` re-run by that environment's interpreter, as `imgbench run`
+    runs its sessions (``imgbench.cli._python_for``); its exit code."""
+    from imgbench.cli import _python_for
+
+    try:
+        python = _python_for(environment, create=False)
+    except RuntimeError as exc:
+        raise fail(str(exc)) from None
+    command = [python, "-m", "imgbench.cli", "profile", *args]
+    console.print(f"[dim]$ {' '.join(command)}[/]", highlight=False)
+    return subprocess.call(command)
+
+
 def _progress(config: Configuration) -> None:
+    unit = "threads" if "tf_threads" in config.extra else "workers"
     if config.status == "ok":
         console.print(
-            f"[dim]workers={config.workers}: {config.images_per_s or 0:,.0f} images/s[/]",
+            f"[dim]{unit}={config.workers}: {config.images_per_s or 0:,.0f} images/s[/]",
             highlight=False,
         )
     else:
-        err.print(f"[red]workers={config.workers} failed:[/] {config.reason}", highlight=False)
+        err.print(f"[red]{unit}={config.workers} failed:[/] {config.reason}", highlight=False)
 
 
 def _mib(value: object) -> str:
@@ -109,7 +156,7 @@ def _mib(value: object) -> str:
 def print_result(result: ProfileResult) -> None:
     table = Table(title=f"imgbench profile {result.target}")
     for column in (
-        "workers",
+        "threads (0: TF default)" if result.unit == "threads" else "workers",
         "images/s",
         "first batch s",
         f"AU @ {result.step_ms:g} ms",
@@ -152,6 +199,9 @@ def print_result(result: ProfileResult) -> None:
             problems.append(f"workers={c.workers}: {c.extra['attribution_error']}")
     if shares.row_count:
         console.print(shares)
+    reasons = {c.extra.get("attribution_reason") for c in result.configurations}
+    for reason in sorted(str(r) for r in reasons if r):
+        console.print(f"where the time goes: {reason}", highlight=False, soft_wrap=True)
     for problem in problems:
         err.print(f"[yellow]no stacks[/] {problem}", highlight=False)
     console.print("advice:", highlight=False)

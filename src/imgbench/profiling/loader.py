@@ -194,7 +194,10 @@ def batch_parts(batch: Any, limit: int = 8) -> list[dict[str, Any]]:
         if len(parts) >= limit or depth > 3:
             return
         if hasattr(value, "shape") and hasattr(value, "dtype"):
-            parts.append({"shape": [int(n) for n in value.shape], "dtype": str(value.dtype)})
+            dtype = str(value.dtype)  # TensorFlow's reads "<dtype: 'float32'>"; its name is plain
+            if dtype.startswith("<dtype:"):
+                dtype = str(value.dtype.name)
+            parts.append({"shape": [int(n) for n in value.shape], "dtype": dtype})
         elif isinstance(value, Mapping):
             for item in value.values():
                 walk(item, depth + 1)

@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from imgbench.envs import current_environment
 from imgbench.errors import one_line
 from imgbench.harness.allocator import current as current_allocator
 from imgbench.harness.measure import Measurement
@@ -41,10 +42,19 @@ from imgbench.profiling.attribution import attribute
 from imgbench.profiling.flame import write_flame_graph
 from imgbench.profiling.loader import UserLoader, batch_parts, failed_index, images_in
 from imgbench.profiling.stacks import StackSampler
+from imgbench.profiling.tfdata import (
+    ATTRIBUTION_REASON,
+    SETTING,
+    TfDataUserLoader,
+    is_tf_dataset,
+    tf_version,
+    thread_counts,
+)
 from imgbench.results.store import write_rows
 
 STAGE = "profile"
 LIBRARY = "torch-dataloader"
+TF_LIBRARY = "tf-data"
 
 
 @dataclass(frozen=True)
@@ -90,6 +100,7 @@ class ProfileResult:
     flame_graph: Path | None
     step_ms: float
     advice: list[str] = field(default_factory=list)
+    unit: str = "workers"  # what the sweep varies: DataLoader workers, or tf.data threads
 
     @property
     def fewest_workers_at_au(self) -> int | None:
@@ -107,7 +118,10 @@ def cores() -> int:
 
 
 def worker_counts(source: Any, chosen: tuple[int, ...] | None) -> tuple[list[int], int | None]:
-    """The worker counts to measure and the user's own (a DataLoader's ``num_workers``)."""
+    """The worker counts to measure and the user's own (a DataLoader's ``num_workers``; for
+    tf.data, thread pool sizes and the pipeline's own)."""
+    if is_tf_dataset(source):
+        return thread_counts(source, chosen, cores())
     from torch.utils.data import DataLoader
 
     own = source.num_workers if isinstance(source, DataLoader) else None
@@ -118,6 +132,8 @@ def worker_counts(source: Any, chosen: tuple[int, ...] | None) -> tuple[list[int
 
 
 def dataset_of(source: Any) -> Any:
+    if is_tf_dataset(source):
+        return source
     from torch.utils.data import DataLoader
 
     return source.dataset if isinstance(source, DataLoader) else source
@@ -148,7 +164,7 @@ def profile(
     for workers in counts:
         stacks_file = stacks_dir / f"workers-{workers}.speedscope.json"
         started = time.perf_counter()
-        config = measure_configuration(source, workers, settings, label, stacks_file)
+        config = measure_configuration(source, workers, settings, label, stacks_file, own)
         config.user_setting = workers == own
         config.row = build_row(
             config, run_id, run_name, label, dataset, settings, params or {}, started
@@ -165,6 +181,8 @@ def profile(
     if stacks_dir.is_dir() and not any(stacks_dir.iterdir()):
         stacks_dir.rmdir()
     result = ProfileResult(label, configurations, results_path, flame, settings.step_ms)
+    if is_tf_dataset(source):
+        result.unit = "threads"
     from imgbench.profiling.advice import advise
 
     result.advice = advise(
@@ -174,25 +192,40 @@ def profile(
 
 
 def measure_configuration(
-    source: Any, workers: int, settings: ProfileSettings, label: str, stacks_file: Path
+    source: Any,
+    workers: int,
+    settings: ProfileSettings,
+    label: str,
+    stacks_file: Path,
+    own: int | None = None,
 ) -> Configuration:
-    """One worker count through the three phases; failures become a failed configuration."""
+    """One worker count (tf.data: thread pool size) through the three phases; failures become
+    a failed configuration."""
     reset_peak_rss()
     extra: dict[str, Any] = {}
+    tf_data = is_tf_dataset(source)
+    unit = "threads" if tf_data else "workers"
+    loader: UserLoader | TfDataUserLoader
     try:
-        loader = UserLoader(source, workers, settings.batch_size, settings.batch_timeout_s)
+        if tf_data:
+            loader = TfDataUserLoader(source, workers, own or 0)
+        else:
+            loader = UserLoader(source, workers, settings.batch_size, settings.batch_timeout_s)
     except Exception as exc:
-        why = f"{label} ({workers} workers): {one_line(exc)}"
+        why = f"{label} ({workers} {unit}): {one_line(exc)}"
         return Configuration(workers, False, "failed", why, None, extra)
     batch = loader.batch_size
-    prefetch = (loader.loader.prefetch_factor or 0) if workers else 0
+    if isinstance(loader, TfDataUserLoader):
+        drain = 1  # the pipeline's prefetch buffer: drained until batches must be waited for
+    else:
+        drain = workers * ((loader.loader.prefetch_factor or 0) if workers else 0)
     per_round = max(2, 2 * workers)
     run = LoaderRun(
         loader,
-        f"{label} ({workers} workers)",
+        f"{label} ({workers} {unit})",
         parallel=max(1, workers),
         warmup_batches=per_round,
-        drain_batches=workers * prefetch,
+        drain_batches=drain,
         batch_timeout_s=settings.batch_timeout_s,
         first_batch_timeout_s=settings.first_batch_timeout_s,
         memory_interval_s=settings.memory_interval_s,
@@ -200,6 +233,9 @@ def measure_configuration(
     )
     extra = run.extra
     extra.update(start_method=loader.start_method, batch_size=batch, phase_s={})
+    if tf_data:
+        extra.update(tf_data_setting=SETTING, tf_threads=workers)
+        extra["attribution_reason"] = ATTRIBUTION_REASON  # said up front: no stacks to sample
     measurement: Measurement | None = None
     status: str = "ok"
     reason: str | None = None
@@ -209,7 +245,8 @@ def measure_configuration(
             run.step()
         measurement = _throughput(run, settings.seconds, per_round, batch)
         extra.update(_au(run, settings))
-        extra.update(_stacks(run, settings, stacks_file, loader))
+        if isinstance(loader, UserLoader):  # tf.data: no stacks (attribution_reason)
+            extra.update(_stacks(run, settings, stacks_file, loader))
     except Exception as exc:
         status, reason = "failed", one_line(exc)
         index = failed_index(reason)
@@ -331,8 +368,9 @@ def build_row(
     """The configuration as a results row (the same schema as every stage's)."""
     measurement = config.measurement
     row = row_header(run_id, run_name, run_id)
+    tf_data = is_tf_dataset(dataset)
     try:
-        n_images: int | None = len(dataset)
+        n_images: int | None = None if tf_data else len(dataset)  # tf.data: len() is batches
     except TypeError:
         n_images = None
     case_params = {
@@ -347,13 +385,18 @@ def build_row(
         "step_ms": settings.step_ms,
     }
     batch_size = config.extra.get("batch_size") or settings.batch_size
+    parts = config.extra.get("batch_parts") or []
+    if tf_data and parts and parts[0]["shape"]:
+        batch_size = parts[0]["shape"][0]  # an unknown static batch size: the first batch's
+        case_params["batch_size"] = config.extra["batch_size"] = batch_size
+    unit = "threads" if tf_data else "workers"
     row.update(
         stage=STAGE,
-        case_id=f"{STAGE}/{label}/workers={config.workers}",
-        library=LIBRARY,
-        library_version=dist_version("torch"),
+        case_id=f"{STAGE}/{label}/{unit}={config.workers}",
+        library=TF_LIBRARY if tf_data else LIBRARY,
+        library_version=tf_version() if tf_data else dist_version("torch"),
         variant=label,
-        environment="main",
+        environment=current_environment(),
         dataset_name=type(dataset).__name__,
         dataset_images=n_images,
         workers=config.workers,

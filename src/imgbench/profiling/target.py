@@ -15,6 +15,9 @@ from pathlib import Path
 from typing import Any
 
 from imgbench.errors import one_line
+from imgbench.profiling.tfdata import is_tf_dataset
+
+TF_HINT = "; a tf.data pipeline runs in the TensorFlow environment: pass --env tensorflow"
 
 
 class TargetError(ValueError):
@@ -54,7 +57,9 @@ def load_factory(target: str) -> Any:
     try:
         obj: Any = importlib.import_module(module_name)
     except Exception as exc:  # whatever the user's module raises while importing
-        raise TargetError(f"module {module_name!r} does not import: {one_line(exc)}") from exc
+        raise TargetError(
+            f"module {module_name!r} does not import: {one_line(exc)}{_tf_hint(exc)}"
+        ) from exc
     for part in factory_name.split("."):
         if not hasattr(obj, part):
             raise TargetError(f"module {module_name!r} has no {factory_name!r}")
@@ -74,19 +79,34 @@ def build_target(target: str, kwargs: Mapping[str, Any]) -> Any:
     try:
         made = factory(**kwargs)
     except Exception as exc:
-        raise TargetError(f"factory {target} raised {one_line(exc)}") from exc
+        raise TargetError(f"factory {target} raised {one_line(exc)}{_tf_hint(exc)}") from exc
     if not is_dataset_or_loader(made):
         raise TargetError(
             f"factory {target} returned {type(made).__name__}, not a torch Dataset or DataLoader"
+            " or a tf.data.Dataset"
         )
     return made
 
 
+def _tf_hint(exc: BaseException) -> str:
+    """The way out when the user's code needs TensorFlow and this environment lacks it."""
+    missing = isinstance(exc, ModuleNotFoundError) and (exc.name or "").split(".")[0] in (
+        "tensorflow",
+        "keras",
+    )
+    return TF_HINT if missing else ""
+
+
 def is_dataset_or_loader(obj: Any) -> bool:
-    """A DataLoader, a torch Dataset, or anything map-style (``__len__`` and ``__getitem__``)."""
+    """A DataLoader, a torch Dataset, anything map-style (``__len__`` and ``__getitem__``), or
+    a tf.data.Dataset."""
+    if is_tf_dataset(obj):
+        return True
     try:
         from torch.utils.data import DataLoader, Dataset, IterableDataset
     except ImportError as exc:
+        if not (hasattr(obj, "__getitem__") and hasattr(obj, "__len__")):
+            return False  # e.g. the TensorFlow environment, given neither kind
         raise TargetError(
             f"imgbench profile needs torch (pip install 'imgbench[torch]'): {one_line(exc)}"
         ) from exc
