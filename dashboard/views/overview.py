@@ -59,18 +59,10 @@ def render_answer(answer: Answer) -> None:
         f"× default, {answer.cores or '?'} workers", _times(answer.speedup(answer.default_cores))
     )
     cols[3].metric("Bounded by", answer.bound.stage if answer.bound else "unknown")
-    lines = []
-    if answer.bound is not None:
-        lines.append(f"- **What bounds it:** {answer.bound.text}.")
-    if answer.next_step:
-        lines.append(f"- **Next thing to try:** {answer.next_step}.")
-    lines.append(f"- **Rows:** recommended `{best.cite()}`")
-    for default in (answer.default_0, answer.default_cores):
-        if default is not None:
-            lines.append(
-                f"- common default at {default.configuration.workers} workers: "
-                f"{default.images_per_s:,.0f} images/s, `{default.cite()}`"
-            )
+    lines = [
+        "- " + (f"**{e.label}:** " if e.label else "") + e.text + (f" `{e.row}`" if e.row else "")
+        for e in answer.evidence()
+    ]
     st.markdown("\n".join(lines))
     for note in answer.missing:
         st.caption(f"Missing: {note}.")

@@ -55,6 +55,15 @@ class Reference:
     note: str
 
 
+@dataclass(frozen=True)
+class Evidence:
+    """One line under the answer: an optional bold label, its text, and the row it cites."""
+
+    label: str | None
+    text: str
+    row: str | None = None
+
+
 @dataclass
 class Answer:
     """The answer for one machine, dataset and output size."""
@@ -85,6 +94,28 @@ class Answer:
         if self.best is None or default is None or default.images_per_s <= 0:
             return None
         return self.best.images_per_s / default.images_per_s
+
+    def evidence(self) -> list[Evidence]:
+        """What bounds the answer, what to try next, and the rows behind it: one list that the
+        Overview, the HTML and the Markdown report each format."""
+        items: list[Evidence] = []
+        if self.bound is not None:
+            items.append(Evidence("What bounds it", f"{self.bound.text}."))
+        if self.next_step:
+            items.append(Evidence("Next thing to try", f"{self.next_step}."))
+        if self.best is not None:
+            items.append(Evidence("Rows", "recommended", self.best.cite()))
+        for default in (self.default_0, self.default_cores):
+            if default is not None:
+                items.append(
+                    Evidence(
+                        None,
+                        f"common default at {default.configuration.workers} workers: "
+                        f"{default.images_per_s:,.0f} images/s,",
+                        default.cite(),
+                    )
+                )
+        return items
 
     def headline(self) -> str:
         """One sentence a user can act on, or what is missing."""

@@ -66,18 +66,12 @@ def _answer(answer: Answer) -> str:
             )
             + "</div>"
         )
-        items = []
-        if answer.bound is not None:
-            items.append(f"<b>What bounds it:</b> {escape(answer.bound.text)}.")
-        if answer.next_step:
-            items.append(f"<b>Next thing to try:</b> {escape(answer.next_step)}.")
-        items.append(f"<b>Rows:</b> recommended <code>{escape(answer.best.cite())}</code>")
-        for default in (answer.default_0, answer.default_cores):
-            if default is not None:
-                items.append(
-                    f"common default at {default.configuration.workers} workers: "
-                    f"{default.images_per_s:,.0f} images/s, <code>{escape(default.cite())}</code>"
-                )
+        items = [
+            (f"<b>{escape(e.label)}:</b> " if e.label else "")
+            + escape(e.text)
+            + (f" <code>{escape(e.row)}</code>" if e.row else "")
+            for e in answer.evidence()
+        ]
         parts.append("<ul>" + "".join(f"<li>{i}</li>" for i in items) + "</ul>")
         parts.append(f'<figure class="chart">{svg(candidates_chart(answer))}</figure>')
         if answer.stage_times_ms:

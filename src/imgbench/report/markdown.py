@@ -26,17 +26,10 @@ def _answer(answer: Answer) -> list[str]:
             f"{answer.bound.stage if answer.bound else 'unknown'} |",
             "",
         ]
-        if answer.bound is not None:
-            lines.append(f"- What bounds it: {answer.bound.text}.")
-        if answer.next_step:
-            lines.append(f"- Next thing to try: {answer.next_step}.")
-        lines.append(f"- Rows: recommended `{answer.best.cite()}`")
-        for default in (answer.default_0, answer.default_cores):
-            if default is not None:
-                lines.append(
-                    f"- common default at {default.configuration.workers} workers: "
-                    f"{default.images_per_s:,.0f} images/s, `{default.cite()}`"
-                )
+        lines += [
+            "- " + (f"{e.label}: " if e.label else "") + e.text + (f" `{e.row}`" if e.row else "")
+            for e in answer.evidence()
+        ]
         lines += [f"- Missing: {note}." for note in answer.missing]
         lines.append("")
     if answer.references:
