@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import io
-import json
 import os
 import sys
 import warnings
@@ -21,7 +20,7 @@ import pandas as pd
 import streamlit as st
 
 from imgbench.paths import repo_root
-from imgbench.results.schema import COLUMNS, SCHEMA
+from imgbench.results.schema import COLUMNS, SCHEMA, json_object
 from imgbench.results.store import load_results, migrate
 
 RESULTS_ENV = "IMGBENCH_RESULTS"
@@ -164,17 +163,7 @@ def to_results_parquet(frame: pd.DataFrame) -> bytes:
 
 def parse_json_column(values: Iterable[Any]) -> list[dict[str, Any]]:
     """JSON text per row to dicts; null or broken text becomes {} (the page says what is missing)."""
-    parsed: list[dict[str, Any]] = []
-    for text in values:
-        if not isinstance(text, str) or not text:
-            parsed.append({})
-            continue
-        try:
-            value = json.loads(text)
-        except ValueError:
-            value = {}
-        parsed.append(value if isinstance(value, dict) else {})
-    return parsed
+    return [json_object(text) for text in values]
 
 
 def with_json_keys(frame: pd.DataFrame, keys: Iterable[str]) -> pd.DataFrame:

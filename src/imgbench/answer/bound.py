@@ -18,12 +18,12 @@ from imgbench.answer.rows import (
     FILES,
     Configuration,
     Row,
-    as_dict,
     is_ceiling,
     number,
     param_is,
     where,
 )
+from imgbench.results.schema import json_object
 
 HAND_OVER_LIMITED = 0.6  # parallel efficiency below this: moving batches between processes
 WORTH_TRYING = 1.10  # an alternative this much faster in its own stage is worth a loader run
@@ -43,7 +43,7 @@ class Bound:
 def bounding_stage(extra: dict[str, object], config: Configuration, cores: int | None) -> Bound:
     times = {
         str(k): float(v)
-        for k, v in (as_dict(extra.get("stage_times_s")) or {}).items()
+        for k, v in (json_object(extra.get("stage_times_s")) or {}).items()
         if number(v) is not None
     }
     if not times:
@@ -82,7 +82,7 @@ def faster_alternative(
     if stage == "read":
 
         def comparable(row: Row) -> bool:
-            full = not as_dict(row.get("params_json")).get("reduce")
+            full = not json_object(row.get("params_json")).get("reduce")
             return full and (row.get("codec"), row.get("threads"), row.get("mode")) == (
                 codec,
                 1,
@@ -121,7 +121,7 @@ def faster_alternative(
         used = FOLDER_FORMAT if config.format == FILES else config.format
 
         def name(row: Row) -> str:
-            return str(as_dict(row["params_json"]).get("format") or row["library"])
+            return str(json_object(row["params_json"]).get("format") or row["library"])
 
         mine = rows[where(rows, lambda r: name(r) == used)]
 

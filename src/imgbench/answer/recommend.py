@@ -16,7 +16,6 @@ from imgbench.answer.bound import Bound, bounding_stage, next_step
 from imgbench.answer.rows import (
     Configuration,
     Row,
-    as_dict,
     is_decode_only,
     is_experiment,
     is_full_scale_ceiling,
@@ -25,6 +24,7 @@ from imgbench.answer.rows import (
     timed_ok,
     where,
 )
+from imgbench.results.schema import json_object
 
 LOADER_HINT = "`imgbench run -k loader` (or `make bench`)"
 CEILING_STAGES = {"native": "native decode (tjbench)", "format": "raw sequential file read"}
@@ -136,7 +136,7 @@ class Answer:
 
 
 def _measured(row: Row) -> Measured:
-    extra = as_dict(row.get("extra_json"))
+    extra = json_object(row.get("extra_json"))
     memory = number(extra.get("peak_pss_bytes")) or number(row.get("peak_rss_bytes"))
     return Measured(
         configuration=Configuration.of(row),
@@ -166,7 +166,7 @@ def references(group: pd.DataFrame, loaders: pd.DataFrame, codec: str | None) ->
     refs = []
     experiments = loaders[where(loaders, is_experiment)]
     for _, row in _latest(experiments).iterrows():
-        params = as_dict(row["params_json"])
+        params = json_object(row["params_json"])
         if "accelerator_images_per_s" in params:
             note = (
                 f"AU emulation: the loader feeding an emulated accelerator of "
@@ -227,9 +227,9 @@ def _answer_for(group: pd.DataFrame, loaders: pd.DataFrame, side: int | None) ->
     best_row = real.iloc[0]
     answer.best = answer.candidates[0]
     config = answer.best.configuration
-    extra = as_dict(best_row.get("extra_json"))
+    extra = json_object(best_row.get("extra_json"))
     answer.bound = bounding_stage(extra, config, answer.cores)
-    times = {str(k): number(v) for k, v in as_dict(extra.get("stage_times_s")).items()}
+    times = {str(k): number(v) for k, v in json_object(extra.get("stage_times_s")).items()}
     answer.stage_times_ms = {k: 1e3 * v for k, v in times.items() if v is not None}
     measured_workers = max(c.configuration.workers for c in answer.candidates)
     answer.next_step = next_step(

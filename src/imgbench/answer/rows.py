@@ -17,13 +17,14 @@ row's configuration comes from its ``params_json`` (``format``, ``decoder``, ``p
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeAlias
 
 import pandas as pd
+
+from imgbench.results.schema import json_object
 
 Row: TypeAlias = Mapping[str, Any] | pd.Series  # one result row: a record or a frame's row
 DECODE_ONLY = "none"  # imgbench.loaders.pipeline.NO_AUGMENT
@@ -33,19 +34,6 @@ EXPERIMENT_SUFFIX = "experiment"
 REFERENCE_LOADER = "torch-dataloader"  # the loader the common default uses
 # a legacy skipped row (before the plugin left them to their own session): not a real reason
 OTHER_ENVIRONMENT_REASON = r"^runs in the \S+ environment"
-
-
-def as_dict(text: Any) -> dict[str, Any]:
-    """A JSON object column (``params_json``, ``extra_json``) as a dict; anything else is {}."""
-    if isinstance(text, dict):
-        return text
-    if not isinstance(text, str) or not text:
-        return {}
-    try:
-        value = json.loads(text)
-    except ValueError:
-        return {}
-    return value if isinstance(value, dict) else {}
 
 
 def number(value: Any) -> float | None:
@@ -66,7 +54,7 @@ def where(rows: pd.DataFrame, test: Callable[[Row], bool]) -> pd.Series:
 
 def param_is(key: str, value: Any, default: Any = None) -> Callable[[Row], bool]:
     """A row test: ``params_json[key] == value``."""
-    return lambda row: as_dict(row.get("params_json")).get(key, default) == value
+    return lambda row: json_object(row.get("params_json")).get(key, default) == value
 
 
 def timed_ok(frame: pd.DataFrame) -> pd.DataFrame:
@@ -81,14 +69,14 @@ def timed_ok(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def is_experiment(row: Row) -> bool:
-    params = as_dict(row.get("params_json"))
+    params = json_object(row.get("params_json"))
     library = str(row.get("library") or "")
     return library.endswith(EXPERIMENT_SUFFIX) or "accelerator_images_per_s" in params
 
 
 def is_decode_only(row: Row) -> bool:
     """A loader row of the pass-through pipeline: full-size decodes, not a training job."""
-    return as_dict(row.get("params_json")).get("pipeline") == DECODE_ONLY
+    return json_object(row.get("params_json")).get("pipeline") == DECODE_ONLY
 
 
 def is_ceiling(row: Row) -> bool:
@@ -100,7 +88,7 @@ def is_ceiling(row: Row) -> bool:
 
 def is_full_scale_ceiling(row: Row) -> bool:
     """A ceiling that did the same work as a full decode (no ``reduce``)."""
-    return is_ceiling(row) and not as_dict(row.get("params_json")).get("reduce")
+    return is_ceiling(row) and not json_object(row.get("params_json")).get("reduce")
 
 
 def output_side(row: Row) -> int | None:
@@ -129,7 +117,7 @@ class Configuration:
 
     @classmethod
     def of(cls, row: Row) -> Configuration:
-        params = as_dict(row.get("params_json"))
+        params = json_object(row.get("params_json"))
         pipeline = str(params.get("pipeline") or "")
         augment, _, recipe = pipeline.partition(":")
         variant = str(row.get("variant") or "")

@@ -151,7 +151,9 @@ def write_file(path: Path, data: bytes) -> None:
     """Create ``path`` with ``data``: three system calls, no Python file object."""
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o666)
     try:
-        os.write(fd, data)
+        view = memoryview(data)
+        while view:  # os.write may write less than asked
+            view = view[os.write(fd, view) :]
     finally:
         os.close(fd)
 

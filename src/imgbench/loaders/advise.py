@@ -16,7 +16,6 @@ It says nothing about allocators otherwise.
 
 from __future__ import annotations
 
-import json
 import math
 import numbers
 import os
@@ -32,6 +31,7 @@ from rich.table import Table
 
 from imgbench.harness import allocator as allocators
 from imgbench.harness.allocator import GLIBC_TUNED, AllocatorUnavailableError
+from imgbench.results.schema import json_object
 
 OVERHEAD_LIMITED = 0.6  # below this parallel efficiency, the hand-over between processes limits
 MIN_ALLOCATOR_GAIN = 1.05  # a smaller gain is not worth changing a training job's environment
@@ -72,27 +72,13 @@ class Advice:
     answer: Any = None  # imgbench.answer's Answer for these rows' machine and dataset
 
 
-def _extra(text: Any) -> dict[str, Any]:
-    if not isinstance(text, str) or not text:
-        return {}
-    try:
-        value = json.loads(text)
-    except ValueError:
-        return {}
-    return value if isinstance(value, dict) else {}
-
-
-def _params(text: Any) -> dict[str, Any]:
-    return _extra(text)
-
-
 def loader_configurations(frame: pd.DataFrame) -> pd.DataFrame:
     """Latest ok steady-state row per configuration, with memory and stage facts unpacked."""
     rows = frame[(frame["stage"] == "loader") & (frame["status"] == "ok")].copy()
     if rows.empty:
         return rows
-    params = rows["params_json"].map(_params)
-    extra = rows["extra_json"].map(_extra)
+    params = rows["params_json"].map(json_object)
+    extra = rows["extra_json"].map(json_object)
     steady = ~params.map(lambda p: "accelerator_images_per_s" in p) & (
         rows["library"] != "cow-experiment"
     )
@@ -189,7 +175,7 @@ def au_rows(frame: pd.DataFrame, machines: set[str]) -> pd.DataFrame:
     rows = rows[rows["machine_id"].astype(str).isin(machines)]
     if rows.empty:
         return rows
-    params, extra = rows["params_json"].map(_params), rows["extra_json"].map(_extra)
+    params, extra = rows["params_json"].map(json_object), rows["extra_json"].map(json_object)
     accelerator = [p.get("accelerator_images_per_s") for p in params]
     rows = rows.assign(
         accelerator_images_per_s=accelerator,
@@ -317,7 +303,7 @@ def allocator_gains(
             continue
         best = max(paying, key=lambda c: c.factor)
         same = [c for c in mine if c.allocator == best.allocator]
-        recorded = _extra(best.row.get("allocator_env"))
+        recorded = json_object(best.row.get("allocator_env"))
         gains.append(
             AllocatorGain(
                 stage=stage,

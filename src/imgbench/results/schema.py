@@ -8,6 +8,9 @@ readable because ``results.store`` fills missing columns with nulls.
 
 from __future__ import annotations
 
+import json
+from typing import Any
+
 import pyarrow as pa
 
 SCHEMA_VERSION = 1
@@ -192,3 +195,19 @@ def to_table(rows: list[dict[str, object]]) -> pa.Table:
             raise KeyError(f"columns not in the results schema: {sorted(unknown)}")
     columns = {name: [row.get(name) for row in rows] for name in COLUMNS}
     return pa.Table.from_pydict(columns, schema=SCHEMA)
+
+
+def json_object(text: Any) -> dict[str, Any]:
+    """A JSON-object column (``params_json``, ``extra_json``, ...) of one row as a dict.
+
+    Null, broken or non-object text is ``{}``: a reader says what is missing instead of failing.
+    """
+    if isinstance(text, dict):
+        return text
+    if not isinstance(text, str) or not text:
+        return {}
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
