@@ -17,6 +17,7 @@ import threading
 import time
 import urllib.request
 from collections.abc import Iterator
+from pathlib import Path
 
 import psutil
 import pytest
@@ -281,3 +282,14 @@ def test_without_privileges_bandwidth_is_skipped_with_the_reason(
     # Latency alone needs no privileges.
     with shaped_or_skip(*line_server, network_shape(5, None), probes=3) as endpoint:
         assert endpoint.how == "relay"
+
+
+def test_a_relay_that_does_not_start_is_unavailable(
+    line_server: tuple[str, int], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setattr(shaping, "_RELAY", tmp_path / "missing_relay.py")
+    with (
+        pytest.raises(ShapingUnavailable, match=r"relay did not start: .*missing_relay\.py"),
+        shaped(*line_server, network_shape(5, None)),
+    ):
+        pytest.fail("set-up should have failed")

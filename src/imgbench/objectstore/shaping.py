@@ -34,6 +34,7 @@ import socket
 import statistics
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Iterator
@@ -335,32 +336,34 @@ def _relay(
     cmd += ["--handshake-ms", str(handshake_ms)]
     if netns is not None:
         cmd += ["--netns", netns]
-    proc = subprocess.Popen(
-        cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE
-    )
-    try:
-        assert proc.stdout is not None
-        ready, _, _ = select.select([proc.stdout], [], [], 15)
-        line = proc.stdout.readline().decode() if ready else ""
-        if not line.startswith("READY "):
-            proc.kill()
-            _, err = proc.communicate(timeout=5)
-            last = (err.decode(errors="replace").strip().splitlines() or ["no output"])[-1]
-            raise ShapingUnavailable(f"the delaying relay did not start: {last}")
-        relay_port, probe_port, echo_port = (int(p) for p in line.split()[1:4])
-        yield relay_port, probe_port, echo_port
-    finally:
-        if proc.stdin is not None:
-            with contextlib.suppress(OSError):
-                proc.stdin.close()
+    # stderr to a file, not a pipe: a pipe nobody reads would block the relay once full
+    with tempfile.TemporaryFile() as err:
+        proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err)
         try:
-            proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=5)
-        for stream in (proc.stdout, proc.stderr):
-            if stream is not None:
-                stream.close()
+            assert proc.stdout is not None
+            ready, _, _ = select.select([proc.stdout], [], [], 15)
+            line = proc.stdout.readline().decode() if ready else ""
+            if not line.startswith("READY "):
+                proc.kill()
+                proc.wait(timeout=5)
+                err.seek(0)
+                text = err.read().decode(errors="replace").strip().splitlines()
+                raise ShapingUnavailable(
+                    f"the delaying relay did not start: {(text or ['no output'])[-1]}"
+                )
+            relay_port, probe_port, echo_port = (int(p) for p in line.split()[1:4])
+            yield relay_port, probe_port, echo_port
+        finally:
+            if proc.stdin is not None:
+                with contextlib.suppress(OSError):
+                    proc.stdin.close()
+            try:
+                proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(timeout=5)
+            if proc.stdout is not None:
+                proc.stdout.close()
 
 
 @contextlib.contextmanager
