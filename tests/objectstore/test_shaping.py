@@ -1,7 +1,8 @@
 """Network shaping: the shaped path has the round trip and bandwidth it claims, and leaves nothing.
 
 A small line server of the test's own stands in for the S3 server: ``PING`` lines come back,
-``BULK n`` sends n bytes. Round trips and rates are measured here independently of the figures
+``BULK n`` sends n bytes, ``SINK n`` reads n bytes
+and answers ``OK``. Round trips and rates are measured here independently of the figures
 ``shaped`` measures itself. Shapes with a bandwidth need root, ``ip`` and ``tc`` (skipped where
 missing); latency alone runs anywhere.
 """
@@ -58,6 +59,11 @@ def line_server() -> Iterator[tuple[str, int]]:
                         while left > 0:
                             conn.sendall(block[: min(left, len(block))])
                             left -= min(left, len(block))
+                    elif line.startswith(b"SINK "):
+                        left = int(line.split()[1])
+                        while left > 0:
+                            left -= len(lines.read1(min(left, 1 << 20)))
+                        conn.sendall(b"OK\n")
                     else:
                         conn.sendall(line)
             except OSError:
@@ -109,6 +115,17 @@ def bulk_mbit_s(host: str, port: int, nbytes: int) -> float:
             assert data, "connection closed early"
             got += len(data)
         return (got - len(first)) * 8 / 1e6 / (time.perf_counter() - start)
+
+
+def upload_mbit_s(host: str, port: int, nbytes: int) -> float:
+    """Goodput (Mbit/s) of an ``nbytes`` upload, until the server says it has read them all."""
+    with socket.create_connection((host, port), timeout=30) as sock:
+        _ping(sock)
+        start = time.perf_counter()
+        sock.sendall(f"SINK {nbytes}\n".encode())
+        sock.sendall(b"\0" * nbytes)
+        assert sock.recv(16) == b"OK\n"
+        return nbytes * 8 / 1e6 / (time.perf_counter() - start)
 
 
 def relay_processes() -> list[psutil.Process]:
@@ -235,6 +252,7 @@ def test_bandwidth_is_the_shape(
         assert endpoint.host.startswith("169.254.")
         assert endpoint.measured_rtt_ms < 3
         assert low <= bulk_mbit_s(endpoint.host, endpoint.port, nbytes) <= high
+        assert low <= upload_mbit_s(endpoint.host, endpoint.port, nbytes) <= high
         assert any(name.startswith("imgbench-net-") for name in shaping.leftovers())
 
 

@@ -231,10 +231,22 @@ def _link_names() -> list[str]:
     return names
 
 
-def leftovers() -> list[str]:
-    """Namespaces and links that this module made and that still exist (any process)."""
-    return [n for n in _netns_names() if n.startswith(_NETNS_PREFIX)] + [
-        n for n in _link_names() if n.startswith(_LINK_PREFIX)
+def leftovers(pid: int | None = None) -> list[str]:
+    """Namespaces and links that this module made and that still exist.
+
+    Those of process ``pid`` (default: this one); ``pid=0``: of any process.
+    """
+    pid = os.getpid() if pid is None else pid
+    netns, link = (
+        (_NETNS_PREFIX, _LINK_PREFIX)
+        if pid == 0
+        else (
+            f"{_NETNS_PREFIX}{pid}-",
+            f"{_LINK_PREFIX}{pid}x",
+        )
+    )
+    return [n for n in _netns_names() if n.startswith(netns)] + [
+        n for n in _link_names() if n.startswith(link)
     ]
 
 
