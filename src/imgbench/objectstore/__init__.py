@@ -1,1 +1,1 @@
-"""Object storage for the benchmarks: S3-compatible servers and the network paths to them."""
+"""Object storage: a real S3-compatible server on 127.0.0.1 (``server``), and S3 clients."""
