@@ -12,7 +12,8 @@ front of it and measures, per repeat:
   own figure, through the relayed port;
 - ``first``: connect + the first exchange on a new connection (a real path pays 2 round trips);
 - ``relay added``: the endpoint's ``relay_added_delay_ms`` (probe RTT - shape RTT - loopback RTT);
-- ``Mbit/s``: goodput of one download (``BULK n``), timed from its first to its last byte.
+- ``down Mbit/s``: goodput of one download (``BULK n``), timed from its first to its last byte;
+- ``up Mbit/s``: goodput of one upload (``SINK n``), until the server's ``OK`` less one RTT.
 
 Columns give the median over repeats and [min-max]. Shapes with a bandwidth need root.
 """
@@ -29,7 +30,7 @@ from imgbench.objectstore.shaping import SHAPES, UNSHAPED, ShapingUnavailable, s
 
 
 def line_server() -> tuple[str, int]:
-    """``PING`` lines come back; ``BULK n`` sends n bytes. Threads, for the script's lifetime."""
+    """``PING`` lines come back; ``BULK n`` sends n bytes; ``SINK n`` reads n bytes, says ``OK``."""
     listener = socket.socket()
     listener.bind(("127.0.0.1", 0))
     listener.listen(16)
@@ -43,6 +44,11 @@ def line_server() -> tuple[str, int]:
                     while left > 0:
                         conn.sendall(block[: min(left, len(block))])
                         left -= len(block)
+                elif line.startswith(b"SINK "):
+                    left = int(line.split()[1])
+                    while left > 0:
+                        left -= len(lines.read1(min(left, 1 << 20)))
+                    conn.sendall(b"OK\n")
                 else:
                     conn.sendall(line)
 
@@ -64,8 +70,8 @@ def ping(sock: socket.socket) -> float:
     return (time.perf_counter() - start) * 1000.0
 
 
-def measure(host: str, port: int, probes: int, nbytes: int) -> tuple[float, float, float]:
-    """(median RTT ms, first exchange on a new connection ms, download Mbit/s)."""
+def measure(host: str, port: int, probes: int, nbytes: int) -> tuple[float, float, float, float]:
+    """(median RTT ms, first exchange on a new connection ms, download and upload Mbit/s)."""
     start = time.perf_counter()
     with socket.create_connection((host, port)) as sock:
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
@@ -78,7 +84,12 @@ def measure(host: str, port: int, probes: int, nbytes: int) -> tuple[float, floa
         while got < nbytes:
             got += len(sock.recv(1 << 20))
         mbit = (got - skipped) * 8 / 1e6 / (time.perf_counter() - begin)
-    return rtt, first, mbit
+        begin = time.perf_counter()
+        sock.sendall(f"SINK {nbytes}\n".encode())
+        sock.sendall(bytes(nbytes))
+        assert sock.recv(16) == b"OK\n"
+        up = nbytes * 8 / 1e6 / (time.perf_counter() - begin - rtt / 1000)
+    return rtt, first, mbit, up
 
 
 def spread(values: list[float], fmt: str) -> str:
@@ -96,29 +107,40 @@ def main() -> None:
     runs = [(UNSHAPED, True)] if not args.shape else []
     runs += [(shape, False) for shape in shapes]
     host, port = line_server()
-    print("| shape | how | probe RTT ms | RTT ms | first ms | relay added ms | Mbit/s |")
-    print("|---|---|---|---|---|---|---|")
+    print(
+        "| shape | how | probe RTT ms | RTT ms | first ms | relay added ms | down Mbit/s | up Mbit/s |"
+    )
+    print("|---|---|---|---|---|---|---|---|")
     for shape, force_relay in runs:
         rate = shape.rate_mbit or 4000
         nbytes = int(min(max(rate * 1e6 / 8 * 0.5, 5e6), 100e6))  # ~0.5 s of transfer
-        rows: dict[str, list[float]] = {"probe": [], "rtt": [], "first": [], "added": [], "mb": []}
+        rows: dict[str, list[float]] = {
+            "probe": [],
+            "rtt": [],
+            "first": [],
+            "added": [],
+            "mb": [],
+            "up": [],
+        }
         how = ""
         try:
             for _ in range(args.repeats):
                 with shaped(host, port, shape, probes=args.probes, force_relay=force_relay) as ep:
-                    rtt, first, mbit = measure(ep.host, ep.port, args.probes, nbytes)
+                    rtt, first, mbit, up = measure(ep.host, ep.port, args.probes, nbytes)
                     how = ep.how
                     rows["probe"].append(ep.measured_rtt_ms)
                     rows["added"].append(ep.relay_added_delay_ms)
                 rows["rtt"].append(rtt)
                 rows["first"].append(first)
                 rows["mb"].append(mbit)
+                rows["up"].append(up)
         except ShapingUnavailable as exc:
-            print(f"| {shape.name} | skipped: {exc} | | | | | |")
+            print(f"| {shape.name} | skipped: {exc} | | | | | | |")
             continue
         name = shape.name + (" (relay forced)" if force_relay else "")
         cells = [spread(rows[k], ".2f") for k in ("probe", "rtt", "first", "added")]
-        print(f"| {name} | {how} | " + " | ".join(cells) + f" | {spread(rows['mb'], '.0f')} |")
+        rates = [spread(rows[k], ".0f") for k in ("mb", "up")]
+        print(f"| {name} | {how} | " + " | ".join(cells + rates) + " |")
 
 
 if __name__ == "__main__":
