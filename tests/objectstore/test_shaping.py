@@ -14,6 +14,8 @@ import os
 import shutil
 import socket
 import statistics
+import subprocess
+import sys
 import threading
 import time
 import urllib.request
@@ -311,3 +313,40 @@ def test_a_relay_that_does_not_start_is_unavailable(
         shaped(*line_server, network_shape(5, None)),
     ):
         pytest.fail("set-up should have failed")
+
+
+@needs_netns
+def test_a_killed_owner_leaves_no_relay_and_its_namespace_is_reclaimed(
+    line_server: tuple[str, int],
+) -> None:
+    """SIGKILL skips every ``finally``: the relay dies with its parent, the next set-up sweeps."""
+    script = (
+        "import os, sys, signal\n"
+        "from imgbench.objectstore.shaping import network_shape, shaped\n"
+        f"with shaped('127.0.0.1', {line_server[1]}, network_shape(5, 100), probes=1) as ep:\n"
+        "    print(os.getpid(), flush=True)\n"
+        "    os.kill(os.getpid(), signal.SIGKILL)\n"
+    )
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    proc = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=60
+    )
+    assert proc.returncode == -9, proc.stderr
+    owner = int(proc.stdout.split()[0])
+    assert shaping.leftovers(owner), "the killed owner's namespace should still be there"
+    target = f"127.0.0.1:{line_server[1]}"
+
+    def relays() -> list[psutil.Process]:
+        return [
+            p
+            for p in psutil.process_iter(["cmdline"])
+            if "_relay.py" in " ".join(p.info["cmdline"] or [])
+            and target in " ".join(p.info["cmdline"] or [])
+        ]
+
+    deadline = time.monotonic() + 5  # the parent-death signal is asynchronous
+    while relays() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert relays() == [], "the relay outlived its killed owner"
+    with shaped(*line_server, network_shape(0, 100), probes=1):
+        assert shaping.leftovers(owner) == []
