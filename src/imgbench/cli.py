@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import importlib
 import os
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -100,7 +99,7 @@ def run(
     ] = None,
 ) -> None:
     """Run the matrix through pytest-benchmark: one session (and parquet file) per env and dataset."""
-    from imgbench.sessions import combined_exit_code, plan_sessions
+    from imgbench.sessions import combined_exit_code, plan_sessions, run_session
 
     try:
         chosen = get_profile(profile)
@@ -131,7 +130,7 @@ def run(
             raise fail(str(exc)) from None
         args = session.args(python, chosen, results, keyword) + (pytest_args or [])
         console.print(f"[dim]$ {' '.join(args)}[/]", highlight=False)
-        codes.append(subprocess.call(args, env=session.process_env(child_env)))
+        codes.append(run_session(args, session.process_env(child_env)))
         if codes[-1] not in (0, 1, 5):
             break  # interrupted or a usage error: stop here
     written = sorted(p for p in results.glob("*.parquet") if p.stat().st_mtime >= started)

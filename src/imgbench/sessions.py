@@ -9,6 +9,8 @@ Each session writes its own parquet file; they share the run name.
 
 from __future__ import annotations
 
+import signal
+import subprocess
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -127,3 +129,20 @@ def combined_exit_code(codes: list[int]) -> int:
     if serious:
         return serious[0]
     return 1 if 1 in codes else 0
+
+
+def run_session(args: list[str], env: dict[str, str]) -> int:
+    """Run one session and return its exit code; a SIGTERM or SIGHUP sent to `imgbench run` is
+    passed on to it (Ctrl-C reaches it anyway, in the terminal's foreground group), so stopping
+    a run stops its session, whose worker server then ends with it (harness/worker.py)."""
+    proc = subprocess.Popen(args, env=env)
+
+    def forward(signum: int, _frame: object) -> None:
+        proc.send_signal(signum)
+
+    previous = {sig: signal.signal(sig, forward) for sig in (signal.SIGTERM, signal.SIGHUP)}
+    try:
+        return proc.wait()
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
