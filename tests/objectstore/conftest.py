@@ -12,12 +12,15 @@ from imgbench.objectstore.server import S3Server, start_server, weed_missing
 needs_weed = pytest.mark.skipif(weed_missing() is not None, reason=weed_missing() or "")
 
 
-def weed_processes() -> list[psutil.Process]:
-    """Every `weed` process of this machine that imgbench started (its data folder's prefix)."""
+def weed_processes(under: str = "imgbench-s3-") -> list[psutil.Process]:
+    """`weed` processes whose command line names ``under`` (a data folder, or its prefix).
+
+    Other sessions on this machine may run servers of their own at the same time: tests look
+    only for their own (their data folder, or a TMPDIR of their own)."""
     found = []
     for proc in psutil.process_iter(["pid", "name", "cmdline"]):
         cmdline = proc.info.get("cmdline") or []
-        if proc.info.get("name") == "weed" and any("imgbench-s3-" in part for part in cmdline):
+        if proc.info.get("name") == "weed" and any(under in part for part in cmdline):
             found.append(proc)
     return found
 
@@ -27,7 +30,7 @@ def assert_gone(server: S3Server) -> None:
     assert not psutil.pid_exists(server.pid) or (
         psutil.Process(server.pid).status() == psutil.STATUS_ZOMBIE
     ), f"weed pid {server.pid} still runs"
-    assert server.pid not in {p.pid for p in weed_processes()}
+    assert weed_processes(str(server.data_dir)) == []
     assert not server.data_dir.exists(), f"{server.data_dir} left behind"
 
 
