@@ -34,9 +34,10 @@ def assert_gone(server: S3Server) -> None:
     assert not server.data_dir.exists(), f"{server.data_dir} left behind"
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def s3_server() -> Iterator[S3Server]:
-    """One server for a test module (start-up costs ~5-10 s)."""
+    """One server for the tests that share it (start-up costs ~4-10 s on 2 busy cores); its
+    normal stop is checked when the session ends."""
     if reason := weed_missing():
         pytest.skip(reason)
     with start_server("imgbench-tests") as server:

@@ -16,7 +16,7 @@ from imgbench.formats.s3 import (
     stored_bytes,
     upload_store,
 )
-from imgbench.objectstore.server import S3Server
+from imgbench.objectstore.server import S3Endpoint, S3Server, free_ports
 from tests.objectstore.conftest import needs_weed
 
 pytestmark = needs_weed
@@ -78,3 +78,31 @@ def test_a_damaged_object_fails_the_round_trip_naming_the_record(
     with pytest.raises(FormatError, match="not a complete imgbench store"):
         open_s3(spec, endpoint, "test/damaged")
     delete_prefix(endpoint, "test/damaged")
+
+
+def test_a_case_fails_with_the_endpoint_fault_in_one_line(s3_server: S3Server) -> None:
+    from types import SimpleNamespace
+
+    from imgbench.formats.s3_cases import _endpoint
+    from imgbench.objectstore.session import S3Access
+
+    good = s3_server.endpoint
+    (closed,) = free_ports(1)
+    faults = {
+        f"S3 endpoint http://127.0.0.1:{closed} unreachable": good.with_url(
+            f"http://127.0.0.1:{closed}"
+        ),
+        f"S3 endpoint {good.url} rejected the credentials": S3Endpoint(
+            good.url, good.access_key, "wrong-secret", good.bucket
+        ),
+        f"S3 endpoint {good.url}: bucket 'missing-bucket' does not exist": good.with_bucket(
+            "missing-bucket"
+        ),
+    }
+    for line, endpoint in faults.items():
+        ctx = SimpleNamespace(service=lambda name, e=endpoint: S3Access(e, "a test server"))
+        with pytest.raises(pytest.fail.Exception) as info:
+            _endpoint(ctx)  # type: ignore[arg-type]
+        assert str(info.value.msg).startswith(line)
+        assert "\n" not in str(info.value.msg)
+    assert _endpoint(SimpleNamespace(service=lambda name: S3Access(good, "ok"))) == good  # type: ignore[arg-type]
