@@ -147,3 +147,27 @@ def test_missing_weed_skips_s3_cases_with_the_reason(tmp_path: Path, tiny_datase
     assert frame["storage_endpoint"].isna().all()
     reason = "S3 server: $IMGBENCH_WEED=/nonexistent/weed is not an executable `weed`"
     assert (frame["reason"] == reason).all(), frame["reason"].tolist()
+
+
+def test_a_server_that_crashes_at_start_fails_every_s3_case_with_the_reason(
+    tmp_path: Path, tiny_dataset: Path
+) -> None:
+    fake = tmp_path / "weed"
+    fake.write_text("#!/bin/sh\necho 'F1123 filer: cannot open the store' >&2\nexit 3\n")
+    fake.chmod(0o755)
+    out = tmp_path / "run"
+    out.mkdir()
+    frame, code = _run(
+        out,
+        tiny_dataset,
+        libraries='["folder", "parquet"]',
+        orders='["sequential"]',
+        env={"IMGBENCH_WEED": str(fake)},
+    )
+    assert code == 1
+    assert len(frame) == 4 and (frame["status"] == "failed").all()
+    for reason in frame["reason"]:  # started once, not retried: the same reason for every case
+        assert "S3 server: SeaweedFS (weed pid " in reason
+        assert "exited with code 3 during start-up: F1123 filer: cannot open the store" in reason
+        assert "\n" not in reason
+    assert frame["reason"].str.extract(r"pid (\d+)")[0].nunique() == 1
