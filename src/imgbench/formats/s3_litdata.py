@@ -73,6 +73,10 @@ class Reader(S3Reader):
         self._open()
 
     def close(self) -> None:
+        cache = getattr(self._dataset, "cache", None)
+        loader = getattr(getattr(cache, "_reader", None), "_item_loader", None)
+        if loader is not None and hasattr(loader, "close"):
+            loader.close(0)  # unmap the chunk litdata keeps mapped, before its folder goes
         self._dataset = None
         if self._cache is not None:
             shutil.rmtree(self._cache, ignore_errors=True)
