@@ -17,6 +17,8 @@ def prepare(rows: pd.DataFrame) -> pd.DataFrame:
     rows = with_json_keys(rows, JSON_KEYS)
     rows["order"] = rows["order"].fillna("sequential").astype(str)
     rows["cache_state"] = rows["cache_state"].fillna("n/a").astype(str)
+    if "storage" in rows:  # reads from an S3 bucket: their own colour beside warm and cold
+        rows.loc[rows["storage"].astype(str) == "s3", "cache_state"] = "s3"
     rows["format"] = rows["library"].astype(str) + " · " + rows["variant"].astype(str)
     return rows
 
@@ -49,9 +51,9 @@ def warm_cold(summary: pd.DataFrame) -> pd.DataFrame:
 def render(view: View) -> None:
     st.title("Formats")
     rows = prepare(stage_rows(view, "format", "storage format", "imgbench run -k format"))
-    reads = rows[rows["mode"].astype(str) != "write"]
+    reads = rows[~rows["mode"].astype(str).isin(["write", "upload"])]
 
-    st.subheader("Read rate: warm vs cold page cache, sequential vs shuffled")
+    st.subheader("Read rate: warm vs cold page cache vs S3, sequential vs shuffled")
     if reads.empty:
         st.info("No format read rows yet.")
     else:

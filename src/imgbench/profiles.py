@@ -213,6 +213,7 @@ BUILTIN: dict[str, Profile] = {
                     caches=("warm",),
                     orders=("sequential",),
                     payloads=("bytes",),
+                    storages=("local",),
                 ),
                 "loader": LoaderPlan(
                     libraries="quick",

@@ -58,6 +58,8 @@ def test_quick_profile_rows(quick_run: pd.DataFrame) -> None:
         "numpy",
         "raw-file",
     }
+    assert set(quick_run["storage"]) == {"local"}  # quick runs no S3 cases
+    assert quick_run["storage_endpoint"].isna().all()
     writes = ok[ok["mode"] == "write"]
     assert len(writes) == 5
     for extra in writes["extra"]:

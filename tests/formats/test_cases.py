@@ -32,8 +32,10 @@ def test_quick_is_thin() -> None:
 @pytest.mark.parametrize("profile", ["default", "full"])
 def test_every_format_of_the_profile_has_the_read_matrix(profile: str) -> None:
     """make bench reads stored bytes warm and cold, in order and shuffled; full also decodes."""
-    cases = format_cases(get_profile(profile))
-    assert len({c.case_id for c in cases}) == len(cases)
+    every = format_cases(get_profile(profile))
+    assert len({c.case_id for c in every}) == len(every)
+    cases = [c for c in every if c.columns.get("storage") == "local"]
+    assert all("storage" not in c.params and not c.services for c in cases)  # ids as before
     params = _params(cases)
     chosen = [s for s in FORMATS if s.default or profile == "full"]
     assert {p["format"] for p in params} == {s.name for s in chosen} | {"raw-file"}
@@ -70,3 +72,20 @@ def test_scratch_is_never_tmpfs(tmp_path: Path) -> None:
     assert _fs_type(parent) not in ("tmpfs", "ramfs")
     if Path("/dev/shm").is_dir() and _fs_type(Path("/dev/shm")) == "tmpfs":
         assert _fs_type(choose_scratch_parent(Path("/dev/shm"))) != "tmpfs"
+
+
+def test_default_reads_the_s3_formats_from_a_bucket() -> None:
+    from imgbench.formats.registry import S3_FORMATS
+
+    cases = [c for c in format_cases(get_profile("default")) if c.columns.get("storage") == "s3"]
+    assert {c.params["format"] for c in cases} == {s.name for s in S3_FORMATS}
+    assert {"folder", "tar", "litdata", "parquet"} <= {s.name for s in S3_FORMATS}
+    for case in cases:
+        assert case.services == ("s3",) and case.params["storage"] == "s3"
+        assert case.params["payload"] == "bytes"
+    assert {(c.params["format"], c.params["mode"], c.params["order"]) for c in cases} == {
+        (s.name, mode, order)
+        for s in S3_FORMATS
+        for mode, order in (("upload", "sequential"), ("read", "sequential"), ("read", "shuffled"))
+    }
+    assert not [c for c in format_cases(get_profile("quick")) if c.columns["storage"] == "s3"]

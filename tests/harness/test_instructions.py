@@ -63,6 +63,10 @@ def test_cases_whose_work_is_not_their_instructions_say_why() -> None:
     assert "disk" in (unsupported(_case(mode="disk")) or "")
     assert "disk" in (unsupported(_case(cache_state="cold")) or "")
     assert "writes" in (unsupported(_case(threads=None, mode="write")) or "")
+    from dataclasses import replace
+
+    s3 = replace(_case(mode="read"), services=("s3",))
+    assert "session service (s3) over the network" in (unsupported(s3) or "")
 
 
 def test_the_knob_adds_the_fraction_of_real_calls() -> None:

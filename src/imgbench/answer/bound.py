@@ -113,7 +113,8 @@ def faster_alternative(
     else:
 
         def comparable(row: Row) -> bool:
-            warm = row.get("cache_state") == "warm" and row.get("mode") != "write"
+            # reads of a local store (not writes, nor uploads to S3), from a warm page cache
+            warm = row.get("cache_state") == "warm" and row.get("mode") == "read"
             return warm and param_is("payload", "bytes", "bytes")(row)
 
         rows = rows[where(rows, comparable)]

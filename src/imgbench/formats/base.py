@@ -359,8 +359,13 @@ def read_meta(path: Path) -> FormatMeta:
     marker = Path(path) / META_DIR / MARKER
     if not marker.is_file():
         raise FormatError(f"{path}: not a complete imgbench format (no {META_DIR}/{MARKER})")
+    return parse_meta(marker.read_text(encoding="utf-8"), str(marker))
+
+
+def parse_meta(text: str, where: str) -> FormatMeta:
+    """A completion marker's text (from a folder, or an object store) as FormatMeta."""
     try:
-        doc = json.loads(marker.read_text(encoding="utf-8"))
+        doc = json.loads(text)
         return FormatMeta(
             name=doc["imgbench_format"],
             count=int(doc["count"]),
@@ -373,7 +378,7 @@ def read_meta(path: Path) -> FormatMeta:
             skipped=tuple((p, r) for p, r in doc.get("skipped", [])),
         )
     except (ValueError, KeyError, TypeError) as exc:
-        raise FormatError(f"{marker}: unreadable completion marker ({exc})") from None
+        raise FormatError(f"{where}: unreadable completion marker ({exc})") from None
 
 
 def open_format(spec: FormatSpec, path: Path) -> BaseReader:
@@ -390,11 +395,17 @@ def open_format(spec: FormatSpec, path: Path) -> BaseReader:
 
 def read_keys(path: Path) -> list[tuple[str, int]]:
     """(source path, label) of every record, in record order."""
+    return parse_keys((Path(path) / META_DIR / KEYS).read_text(encoding="utf-8"))
+
+
+def parse_keys(text: str) -> list[tuple[str, int]]:
+    """The key list's text (``path<TAB>label`` lines) as (source path, label) pairs."""
     rows = []
-    with (Path(path) / META_DIR / KEYS).open(encoding="utf-8") as handle:
-        for line in handle:
-            rel, label = line.rstrip("\n").rsplit("\t", 1)
-            rows.append((rel, int(label)))
+    for line in text.split("\n"):
+        if not line:
+            continue
+        rel, label = line.rsplit("\t", 1)
+        rows.append((rel, int(label)))
     return rows
 
 

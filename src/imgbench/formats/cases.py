@@ -51,14 +51,31 @@ from imgbench.profiles import Profile
 SEED = 0  # shuffled order: the same permutation in every run
 
 
+LOCAL = {
+    "storage": "local"
+}  # the row's storage column (not a parameter: case ids stay as they were)
+
+
 def format_cases(profile: Profile) -> list[Case]:
+    from imgbench.formats.s3_cases import s3_cases
+
     plan = profile.plan(FormatPlan)
+    selected = select(formats(), plan.libraries)
+    cases = _local_cases(plan, selected) if "local" in plan.storages else []
+    if "s3" in plan.storages:
+        cases += s3_cases(plan, {spec.name for spec in selected})
+    return cases
+
+
+def _local_cases(plan: FormatPlan, selected: tuple[FormatSpec, ...]) -> list[Case]:
     cases: list[Case] = []
-    for spec in select(formats(), plan.libraries):
+    for spec in selected:
         stored = "array" if spec.stores == "array" else "bytes"
         write = {"format": spec.name, "mode": "write", "cache_state": "warm"}
         write |= {"order": "sequential", "payload": stored}
-        cases.append(spec_case(spec, stage="format", prepare=_prepare_write, params=write))
+        cases.append(
+            spec_case(spec, stage="format", prepare=_prepare_write, params=write, columns=LOCAL)
+        )
         payloads = ("array",) if spec.stores == "array" else plan.payloads
         for cache in plan.caches:
             for order in plan.orders:
@@ -67,7 +84,13 @@ def format_cases(profile: Profile) -> list[Case]:
                     params |= {"cache_state": cache, "order": order, "payload": payload}
                     params["threads"] = 1
                     cases.append(
-                        spec_case(spec, stage="format", prepare=_prepare_read, params=params)
+                        spec_case(
+                            spec,
+                            stage="format",
+                            prepare=_prepare_read,
+                            params=params,
+                            columns=LOCAL,
+                        )
                     )
     if plan.raw_ceiling:
         for cache in plan.caches:
@@ -85,6 +108,7 @@ def format_cases(profile: Profile) -> list[Case]:
                         "payload": "bytes",
                         "threads": 1,
                     },
+                    columns=LOCAL,
                 )
             )
     return cases

@@ -42,10 +42,11 @@ def write(out: Path, records: Iterable[Record], plan: WritePlan) -> None:
             writer.write_table(table, row_group_size=ROWS_PER_GROUP)
 
 
-class Reader(BaseReader):
-    def __init__(self, path: Path, meta: FormatMeta) -> None:
-        super().__init__(path, meta)
-        self._file = pq.ParquetFile(self.path / FILE)
+class RowGroups:
+    """Records of an open ``ParquetFile``, by row group: what the local and S3 readers share."""
+
+    def __init__(self, file: pq.ParquetFile) -> None:
+        self._file = file
         groups = self._file.metadata.num_row_groups
         self._starts = [0]
         for g in range(groups):
@@ -67,3 +68,21 @@ class Reader(BaseReader):
 
     def close(self) -> None:
         self._file.close()
+
+
+class Reader(BaseReader):
+    def __init__(self, path: Path, meta: FormatMeta) -> None:
+        super().__init__(path, meta)
+        self._groups = RowGroups(pq.ParquetFile(self.path / FILE))
+
+    def __len__(self) -> int:
+        return len(self._groups)
+
+    def __getitem__(self, index: int) -> tuple[bytes, int]:
+        return self._groups[index]
+
+    def __iter__(self) -> Iterator[tuple[bytes, int]]:
+        return iter(self._groups)
+
+    def close(self) -> None:
+        self._groups.close()

@@ -11,7 +11,8 @@ from imgbench.plan import StagePlan
 
 @dataclass(frozen=True, kw_only=True)
 class FormatPlan(StagePlan):
-    """Formats (written once, then read) x cache x order x payload, and the raw-file ceiling."""
+    """Formats (written once, then read) x cache x order x payload, and the raw-file ceiling;
+    x storage (local, s3)."""
 
     stage: ClassVar[str] = "format"
     libraries: Selection = "default"  # format names (a spec's key) or libraries
@@ -20,3 +21,7 @@ class FormatPlan(StagePlan):
     # payloads of formats that store encoded bytes (array formats always read "array")
     payloads: tuple[Literal["bytes", "decode"], ...] = ("bytes", "decode")
     raw_ceiling: bool = True  # the same bytes from one concatenated file: the ceiling
+    # where stores live: local (a folder on the dataset's disk) and/or s3 (a bucket on a
+    # SeaweedFS server imgbench starts on 127.0.0.1); s3 covers the formats with an S3 reader
+    # (imgbench.formats.registry.S3_FORMATS), bytes payloads, both orders
+    storages: tuple[Literal["local", "s3"], ...] = ("local", "s3")

@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 from imgbench.formats.base import FormatSpec
+from imgbench.formats.s3 import S3FormatSpec
 from imgbench.library import catalog, find
 
 _M = "imgbench.formats."
@@ -130,6 +131,47 @@ FORMATS: tuple[FormatSpec, ...] = (
     ),
 )
 
+# Readers of formats uploaded to S3 (FormatPlan.storages "s3"): one adapter module each, named
+# after the local format it uploads. A plan that selects a format also gets its S3 entry.
+S3_FORMATS: tuple[S3FormatSpec, ...] = (
+    S3FormatSpec(
+        name="folder",
+        library="image-folder",
+        variant="one-file-per-image",
+        module=_M + "s3_objects",
+        requires=("boto3",),
+        dist="boto3",
+        client="boto3 (one GetObject per image)",
+    ),
+    S3FormatSpec(
+        name="tar",
+        library="webdataset",
+        variant="tar-shards",
+        module=_M + "s3_tar",
+        requires=("webdataset", "boto3"),
+        dist="webdataset",
+        client="webdataset tar expander over boto3 streams; ranged GetObject by index",
+    ),
+    S3FormatSpec(
+        name="litdata",
+        library="litdata",
+        variant="binary-writer-chunks",
+        module=_M + "s3_litdata",
+        requires=("litdata", "boto3"),
+        dist="litdata",
+        client="litdata StreamingDataset (boto3 chunk downloads)",
+    ),
+    S3FormatSpec(
+        name="parquet",
+        library="parquet",
+        variant="binary-column",
+        module=_M + "s3_parquet",
+        requires=("pyarrow", "pyarrow.fs"),
+        dist="pyarrow",
+        client="pyarrow.fs.S3FileSystem",
+    ),
+)
+
 # Formats from posts that cannot run on a current stack: listed by `imgbench env`.
 UNAVAILABLE: tuple[tuple[str, str], ...] = (
     (
@@ -155,3 +197,11 @@ def formats() -> tuple[FormatSpec, ...]:
 
 def get_format(name: str) -> FormatSpec:
     return find(formats(), name, "format")
+
+
+def s3_formats() -> tuple[S3FormatSpec, ...]:
+    return S3_FORMATS
+
+
+def get_s3_format(name: str) -> S3FormatSpec:
+    return find(s3_formats(), name, "S3 format")

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from imgbench.formats.base import (
+    BaseReader,
     FormatSpec,
     Payload,
     class_names,
@@ -127,19 +128,44 @@ def round_trip(
     max_messages: int = MAX_MESSAGES,
 ) -> RoundTrip:
     """Read every record of the store at ``path`` back, by index and in order; never raises."""
-    result = RoundTrip(spec.name)
+    return check_reader(
+        spec.name,
+        spec.stores,
+        lambda: read_keys(path),
+        lambda: open_format(spec, path),
+        root,
+        entries,
+        skipped,
+        max_messages=max_messages,
+    )
+
+
+def check_reader(
+    name: str,
+    stores: str,
+    keys: Callable[[], list[tuple[str, int]]],
+    open_reader: Callable[[], BaseReader],
+    root: Path,
+    entries: Sequence[ImageEntry],
+    skipped: Iterable[str] = (),
+    *,
+    max_messages: int = MAX_MESSAGES,
+) -> RoundTrip:
+    """The round trip of any store (a folder, or a prefix of an object store): its key list,
+    then every record by index and in order, each against its source file; never raises."""
+    result = RoundTrip(name)
     wanted = wanted_records(entries, skipped)
 
     def note(message: str) -> None:
         result.note(message, max_messages)
 
     def expected(rel: str) -> Payload:
-        return expected_payload(spec.stores, (Path(root) / rel).read_bytes())
+        return expected_payload(stores, (Path(root) / rel).read_bytes())
 
     try:
-        if read_keys(path) != wanted:
+        if keys() != wanted:
             note("record order or labels in the key list differ from the manifest")
-        with open_format(spec, path) as reader:
+        with open_reader() as reader:
             if len(reader) != len(wanted):
                 note(f"{len(reader)} records, expected {len(wanted)}")
             prints = []

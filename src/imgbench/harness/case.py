@@ -60,6 +60,10 @@ class Case:
     dist: str | None = None  # distribution whose version the row records
     environment: str = "main"
     check: Callable[[], str | None] | None = None  # returns a skip reason, or None
+    # session services the case needs (imgbench.harness.services), e.g. ("s3",)
+    services: tuple[str, ...] = ()
+    # typed row columns the case fills that are not parameters (not part of its id)
+    columns: Mapping[str, Any] = field(default_factory=dict)
 
     @property
     def threads(self) -> int | None:
@@ -104,10 +108,13 @@ def spec_case(
     variant: str | None = None,
     requires: tuple[str, ...] | None = None,
     check: Callable[[], str | None] | None = None,
+    services: tuple[str, ...] = (),
+    columns: Mapping[str, Any] | None = None,
 ) -> Case:
     """A case of one registry entry: its library, requirements, version and environment.
 
-    ``check`` is the case's own availability check, run after the spec's.
+    ``check`` is the case's own availability check, run after the spec's; ``services`` the
+    session services it needs; ``columns`` typed row columns it fills (not in its id).
     """
     checks = [c for c in (spec.check, check) if c is not None]
 
@@ -124,6 +131,8 @@ def spec_case(
         dist=spec.dist,
         environment=spec.environment,
         check=(checks[0] if len(checks) == 1 else both) if checks else None,
+        services=services,
+        columns=dict(columns or {}),
     )
 
 

@@ -33,6 +33,8 @@ class CaseContext:
     # "instructions": the case is counted under callgrind, where wall-time budgets (cutting
     # inputs to fit a time) would make the counted work depend on the machine
     measure: str = "wall"
+    # handles of the session services the current case needs (imgbench.harness.services)
+    services: dict[str, Any] = field(default_factory=dict)
     _shared: dict[Hashable, Any] = field(default_factory=dict, repr=False)
     _scratch: Path | None = field(default=None, repr=False)
 
@@ -41,6 +43,12 @@ class CaseContext:
         limit = self.max_images if limit is None else limit
         chosen = [e for e in self.dataset.manifest.entries if codec is None or e.codec == codec]
         return chosen[:limit]
+
+    def service(self, name: str) -> Any:
+        """The handle of a session service the case declared (``Case.services``)."""
+        if name not in self.services:
+            raise RuntimeError(f"the case did not declare the {name!r} service it uses")
+        return self.services[name]
 
     def path(self, entry: ImageEntry) -> Path:
         return Path(self.dataset.manifest.root) / entry.path

@@ -62,6 +62,11 @@ def unsupported(case: Case) -> str | None:
     """Why this case's work is not the instructions of its process, or None when it is."""
     if case.stage == "loader":
         return "loaders run worker processes and threads: wall time only"
+    if case.services:
+        return (
+            f"talks to a session service ({', '.join(case.services)}) over the network: the "
+            "server's and the kernel's work is invisible to callgrind"
+        )
     params = case.params
     if params.get("mode") == "write":
         return "writes to disk: the kernel's work is invisible to callgrind"

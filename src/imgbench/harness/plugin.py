@@ -28,6 +28,7 @@ from imgbench.harness.context import CaseContext
 from imgbench.harness.host import HostGate
 from imgbench.harness.measure import Measurement, measure, record_samples
 from imgbench.harness.row import measurement_columns, new_run_id, row_header
+from imgbench.harness.services import Services, ServiceUnavailableError, row_columns
 from imgbench.harness.worker import WorkerJob, WorkerServer
 from imgbench.machine import dist_version
 from imgbench.paths import looks_like_path
@@ -42,6 +43,7 @@ CASE_KEY = pytest.StashKey[Case]()
 MEASUREMENT_KEY = pytest.StashKey[Measurement]()
 START_KEY = pytest.StashKey[float]()
 RECORDED_KEY = pytest.StashKey[bool]()
+COLUMNS_KEY = pytest.StashKey[dict[str, Any]]()  # row columns from the case's service handles
 
 
 @dataclass
@@ -70,6 +72,8 @@ class SessionState:
     _context: CaseContext | None = None
     _dataset_error: str | None = None
     _server: WorkerServer | None = None
+    # session services (an S3 server): started on the first case that needs one, stopped at the end
+    services: Services = field(default_factory=Services)
 
     def uses_worker(self, case: Case) -> bool:
         """Worker processes rebuild a case from its registered stage; others run here."""
@@ -98,6 +102,7 @@ class SessionState:
 
     def job(self, case: Case, ctx: CaseContext) -> WorkerJob:
         scratch = ctx.scratch_dir()
+        services = {name: ctx.services[name] for name in case.services}
         return WorkerJob(
             profile=self.profile.name,
             secondary=self.secondary,
@@ -114,7 +119,28 @@ class SessionState:
             scratch=str(scratch),
             result_path=str(scratch / "worker-result.pickle"),
             measure=self.measure,
+            services=services,
         )
+
+    def acquire_services(self, case: Case, item: pytest.Item) -> dict[str, Any]:
+        """The handles of the services the case needs; a skip or a failure with the reason."""
+        if not case.services:
+            return {}
+        try:
+            handles = self.services.handles(case.services)
+        except ServiceUnavailableError as exc:
+            pytest.skip(str(exc))
+        except Exception as exc:  # failed to start, or lost earlier in the session
+            item.stash[COLUMNS_KEY] = row_columns(self.services.last_handles(case.services))
+            pytest.fail(str(exc) or one_line(exc), pytrace=False)
+        item.stash[COLUMNS_KEY] = row_columns(handles)
+        return handles
+
+    def failure_reason(self, case: Case, reason: str | None) -> str:
+        """A failed case's reason; when a service it used is gone, that comes first."""
+        reason = reason or "failed in the worker"
+        lost = self.services.lost(case.services) if case.services else None
+        return f"{lost} (the case: {reason})" if lost else reason
 
     @property
     def results_path(self) -> Path:
@@ -324,6 +350,7 @@ class Harness:
             pytest.skip(reason)
         ctx = self._state.context()
         state = self._state
+        ctx.services = state.acquire_services(case, self._item)
         if state.measure == "instructions":
             why = instructions.unsupported(case) or instructions.valgrind_missing()
             if why:
@@ -335,7 +362,7 @@ class Harness:
             if outcome.status == "skipped":
                 pytest.skip(outcome.reason or "skipped in the worker")
             if outcome.status != "ok":
-                pytest.fail(outcome.reason or "failed in the worker", pytrace=False)
+                pytest.fail(state.failure_reason(case, outcome.reason), pytrace=False)
             result: Measurement = outcome.measurement
             state.host_gate.reference_s = min(state.host_gate.reference_s, result.host_reference_s)
             record_samples(self._benchmark, case, result)
@@ -345,15 +372,20 @@ class Harness:
                     f"this session's process runs with the {current_allocator()} allocator, not "
                     f"{state.allocator} (`imgbench run` starts allocator sessions under theirs)"
                 )
-            result = measure(
-                self._benchmark,
-                case,
-                ctx,
-                state.rounds,
-                state.warmup_rounds,
-                state.min_round_s,
-                state.host_gate,
-            )
+            try:
+                result = measure(
+                    self._benchmark,
+                    case,
+                    ctx,
+                    state.rounds,
+                    state.warmup_rounds,
+                    state.min_round_s,
+                    state.host_gate,
+                )
+            except Exception as exc:
+                if not case.services or not (lost := state.services.lost(case.services)):
+                    raise
+                pytest.fail(f"{lost} (the case: {one_line(exc)})", pytrace=False)
             result.allocator = current_allocator()
         self._item.stash[MEASUREMENT_KEY] = result
         return result
@@ -440,6 +472,9 @@ def build_row(
         reason=reason,
         wall_s=time.perf_counter() - item.stash.get(START_KEY, time.perf_counter()),
     )
+    row.update(case.columns)
+    service_columns: dict[str, Any] = item.stash.get(COLUMNS_KEY, {})
+    row.update(service_columns)
     ctx = state._context
     if ctx is not None:
         ds = ctx.dataset
@@ -479,6 +514,8 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     state = session.config.stash.get(STATE_KEY, None)
     if state is not None and state._server is not None:
         state._server.stop()
+    if state is not None:
+        state.services.stop()
     if state is not None and state._context is not None:
         state._context.close()
 

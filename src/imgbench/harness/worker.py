@@ -25,7 +25,8 @@ import struct
 import subprocess
 import sys
 import tempfile
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
@@ -74,6 +75,8 @@ class WorkerJob:
     scratch: str
     result_path: str
     measure: str = "wall"  # or "instructions": the server runs under callgrind
+    # handles of the session services the case needs (started by the runner, picklable)
+    services: Mapping[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -114,6 +117,7 @@ def run_job(job: WorkerJob) -> WorkerOutcome:
             profile=profile,
             max_images=job.max_images,
             measure=job.measure,
+            services=dict(job.services),
             _scratch=Path(job.scratch),
         )
         measurement = run_case(

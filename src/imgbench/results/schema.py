@@ -64,6 +64,26 @@ _FIELDS: list[tuple[str, pa.DataType, str]] = [
     ("mode", pa.string(), "memory | disk | ..."),
     ("cache_state", pa.string(), "warm | cold | n/a"),
     ("cache_method", pa.string(), "how the cache state was made, and whether it was checked"),
+    (
+        "storage",
+        pa.string(),
+        "format stage: where the store lives, local (a folder on this disk) | s3 (a bucket)",
+    ),
+    (
+        "storage_endpoint",
+        pa.string(),
+        "the object store's URL the case used (s3 rows), e.g. http://127.0.0.1:40101",
+    ),
+    (
+        "network_shaping",
+        pa.string(),
+        "what shaped the network between client and object store: none | the shaping's label",
+    ),
+    (
+        "network_rtt_ms",
+        pa.float64(),
+        "round-trip time to the object store, ms: median TCP connect time on the path used",
+    ),
     ("threads", pa.int32(), "threads requested for the library; null = library default"),
     ("workers", pa.int32(), "loader workers"),
     ("batch_size", pa.int32(), ""),

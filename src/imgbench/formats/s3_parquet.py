@@ -1,0 +1,51 @@
+"""Parquet on S3 (the ``parquet`` format uploaded), read through pyarrow's ``S3FileSystem``.
+
+The file is opened once (its footer: two ranged reads); random access reads the record's row
+group (ranged GETs of its column chunks), sequential iteration reads one row group per batch,
+exactly as the local reader does on a file.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+from imgbench.formats.base import FormatMeta
+from imgbench.formats.parquet import FILE, RowGroups
+from imgbench.formats.s3 import S3Reader
+from imgbench.objectstore.server import S3Endpoint
+
+
+class Reader(S3Reader):
+    def __init__(
+        self, endpoint: S3Endpoint, prefix: str, meta: FormatMeta, scratch: Path | None = None
+    ) -> None:
+        import pyarrow.fs as pafs
+        import pyarrow.parquet as pq
+
+        super().__init__(endpoint, prefix, meta, scratch)
+        fs = pafs.S3FileSystem(
+            access_key=endpoint.access_key,
+            secret_key=endpoint.secret_key,
+            endpoint_override=f"{endpoint.host}:{endpoint.port}",
+            scheme=endpoint.scheme,
+            region=endpoint.region,
+            connect_timeout=5,
+            request_timeout=30,
+            retry_strategy=pafs.AwsStandardS3RetryStrategy(max_attempts=2),
+        )
+        self._input = fs.open_input_file(f"{endpoint.bucket}/{self.key(FILE)}")
+        self._groups = RowGroups(pq.ParquetFile(self._input))
+
+    def __len__(self) -> int:
+        return len(self._groups)
+
+    def __getitem__(self, index: int) -> tuple[bytes, int]:
+        return self._groups[index]
+
+    def __iter__(self) -> Iterator[tuple[bytes, int]]:
+        return iter(self._groups)
+
+    def close(self) -> None:
+        self._groups.close()
+        self._input.close()

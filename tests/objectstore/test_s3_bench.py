@@ -1,0 +1,173 @@
+"""`pytest benches/bench_formats.py` with S3 storage, as a user runs it: rows, faults, cleanup."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from tests.conftest import run_pytest
+from tests.objectstore.conftest import needs_weed, weed_processes
+
+REPO = Path(__file__).resolve().parents[2]
+BENCH = REPO / "benches" / "bench_formats.py"
+PROFILE = """
+[tool.imgbench.profiles.s3test]
+base = "quick"
+rounds = 2
+warmup_rounds = 1
+
+[tool.imgbench.profiles.s3test.format]
+libraries = {libraries}
+storages = {storages}
+orders = {orders}
+caches = ["warm"]
+payloads = ["bytes"]
+raw_ceiling = false
+"""
+
+
+def _run(
+    out: Path,
+    dataset: Path,
+    *args: str,
+    libraries: str = '["folder", "parquet"]',
+    storages: str = '["s3"]',
+    orders: str = '["sequential", "shuffled"]',
+    env: dict[str, str] | None = None,
+) -> tuple[pd.DataFrame, int]:
+    scratch = out / "scratch"
+    scratch.mkdir()
+    profile = PROFILE.format(libraries=libraries, storages=storages, orders=orders)
+    (out / "pyproject.toml").write_text(profile)
+    tmp = out / "tmp"  # the session's servers keep their data folders here, and only there
+    tmp.mkdir()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("PYTHONPATH", os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]))
+        patch.setenv("IMGBENCH_FORMATS_DIR", str(scratch))
+        patch.setenv("TMPDIR", str(tmp))
+        for key, value in (env or {}).items():
+            patch.setenv(key, value)
+        proc = run_pytest(
+            [
+                str(BENCH),
+                f"--dataset={dataset}",
+                f"--imgbench-results={out / 'results'}",
+                "--imgbench-profile=s3test",
+                "--imgbench-host-gate=0",  # correctness, not timing: no re-timed rounds
+                *args,
+            ],
+            cwd=out,
+            timeout=300,
+        )
+    assert weed_processes(str(tmp)) == [], "an S3 server outlived the session"
+    assert [p.name for p in tmp.iterdir() if p.name.startswith("imgbench-s3-")] == []
+    assert list(scratch.iterdir()) == []
+    assert proc.returncode in (0, 1), proc.stdout[-4000:] + proc.stderr[-3000:]
+    (parquet,) = (out / "results").glob("*.parquet")
+    frame = pd.read_parquet(parquet)
+    frame["extra"] = frame["extra_json"].map(lambda s: json.loads(s) if isinstance(s, str) else {})
+    frame["params"] = frame["params_json"].map(json.loads)
+    return frame, proc.returncode
+
+
+@needs_weed
+def test_s3_rows_measure_upload_size_first_sample_and_both_orders(
+    tmp_path: Path, tiny_dataset: Path
+) -> None:
+    frame, code = _run(tmp_path, tiny_dataset)
+    assert code == 0, frame[["case_id", "reason"]].to_string()
+    assert (frame["status"] == "ok").all(), frame["reason"].tolist()
+    assert set(frame["storage"]) == {"s3"}
+    assert frame["storage_endpoint"].str.fullmatch(r"http://127\.0\.0\.1:\d+").all()
+    assert frame["storage_endpoint"].nunique() == 1  # one server for the whole session
+    assert set(frame["network_shaping"]) == {"none"}
+    assert (frame["network_rtt_ms"] > 0).all()
+    # two clients, boto3 and pyarrow.fs (every S3 reader is round-tripped in test_s3_formats;
+    # a litdata case takes ~6 s here, mostly constructing StreamingDataset, ~1.1 s per round)
+    formats = {"folder", "parquet"}
+    uploads = frame[frame["mode"] == "upload"]
+    assert set(uploads["extra"].map(lambda e: e["format"])) == formats
+    for extra in uploads["extra"]:
+        assert extra["upload_s"] > 0 and extra["stored_bytes"] > 0
+        assert extra["verified_records"] == extra["records"] == 10
+    reads = frame[frame["mode"] == "read"]
+    assert {(e["format"], e["order"]) for e in reads["extra"]} == {
+        (f, o) for f in formats for o in ("sequential", "shuffled")
+    }
+    assert (reads["images_per_s_median"] > 0).all()
+    assert (reads["round_repeats"] == 1).all()  # one pass: every round reads the server
+    for extra in reads["extra"]:
+        assert extra["verified_records"] == extra["records"] == 10  # before any timing
+        assert extra["time_to_first_sample_s"] > 0
+        assert extra["upload_s"] > 0 and extra["stored_bytes"] >= extra["source_bytes"] * 0.9
+    assert set(reads["cache_state"]) == {"n/a"}
+
+
+@needs_weed
+def test_a_server_lost_mid_session_fails_the_rest_and_keeps_the_rows(
+    tmp_path: Path, tiny_dataset: Path
+) -> None:
+    killed = tmp_path / "killed-pid"
+    frame, code = _run(
+        tmp_path,
+        tiny_dataset,
+        "-p",
+        "tests.objectstore.kill_server",
+        libraries='["folder"]',
+        env={"IMGBENCH_TEST_KILL_S3_AFTER": "1", "IMGBENCH_TEST_KILLED_FILE": str(killed)},
+    )
+    assert code == 1  # some cases failed: rows say which
+    pid = killed.read_text()
+    assert list(frame["mode"]) == ["upload", "read", "read"]
+    assert list(frame["status"]) == ["ok", "failed", "failed"]
+    assert frame["extra"][0]["upload_s"] > 0  # the finished row is kept, with its figures
+    for reason in frame["reason"][1:]:
+        assert "S3 server lost: SeaweedFS (weed pid " + pid in reason
+        assert "was killed by SIGKILL during the session" in reason
+        assert "\n" not in reason
+    assert frame["storage_endpoint"].notna().all()
+
+
+def test_missing_weed_skips_s3_cases_with_the_reason(tmp_path: Path, tiny_dataset: Path) -> None:
+    """(Local rows beside them are measured as ever: tests/formats/test_bench_e2e.py.)"""
+    frame, code = _run(
+        tmp_path,
+        tiny_dataset,
+        libraries='["folder", "parquet"]',
+        orders='["sequential"]',
+        env={"IMGBENCH_WEED": "/nonexistent/weed"},
+    )
+    assert code == 0
+    assert len(frame) == 4 and (frame["status"] == "skipped").all()
+    assert set(frame["storage"]) == {"s3"}
+    assert frame["storage_endpoint"].isna().all()
+    reason = "S3 server: $IMGBENCH_WEED=/nonexistent/weed is not an executable `weed`"
+    assert (frame["reason"] == reason).all(), frame["reason"].tolist()
+
+
+def test_a_server_that_crashes_at_start_fails_every_s3_case_with_the_reason(
+    tmp_path: Path, tiny_dataset: Path
+) -> None:
+    fake = tmp_path / "weed"
+    fake.write_text("#!/bin/sh\necho 'F1123 filer: cannot open the store' >&2\nexit 3\n")
+    fake.chmod(0o755)
+    out = tmp_path / "run"
+    out.mkdir()
+    frame, code = _run(
+        out,
+        tiny_dataset,
+        libraries='["folder", "parquet"]',
+        orders='["sequential"]',
+        env={"IMGBENCH_WEED": str(fake)},
+    )
+    assert code == 1
+    assert len(frame) == 4 and (frame["status"] == "failed").all()
+    for reason in frame["reason"]:  # started once, not retried: the same reason for every case
+        assert "S3 server: SeaweedFS (weed pid " in reason
+        assert "exited with code 3 during start-up: F1123 filer: cannot open the store" in reason
+        assert "\n" not in reason
+    assert frame["reason"].str.extract(r"pid (\d+)")[0].nunique() == 1
