@@ -445,15 +445,15 @@ def scan_to_file(
                 shutil.copyfileobj(source, handle)
         except OSError as exc:  # read-only dataset: fine, just slower next time
             log.info("not caching the manifest in %s: %s", root, exc)
-    result = ManifestFile(writer, temporary=True)
+    manifest = ManifestFile(writer, temporary=True)
     if writer.count == 0:
         bad = writer.first_bad
         assert bad is not None
-        result.close()
+        manifest.close()
         raise DatasetError(
             f"no usable images in {root} ({writer.n_bad} bad files, e.g. {bad.path}: {bad.reason})"
         )
-    return result
+    return manifest
 
 
 def scan(
