@@ -19,7 +19,7 @@ from pathlib import Path
 
 from imgbench.formats.base import FormatSpec, build_format
 
-from .manifest import BadFile
+from .manifest import BadFile, arrow_system_pool
 from .scan import scan_to_file
 
 
@@ -81,7 +81,10 @@ def convert(
         if on_bad is not None:
             on_bad(item.path, item.reason)
 
-    with scan_to_file(Path(src), workers=workers, progress=progress, on_bad=heard) as manifest:
+    with (
+        arrow_system_pool(),  # pyarrow's mimalloc kept freed pages: RSS grew with N (manifest.py)
+        scan_to_file(Path(src), workers=workers, progress=progress, on_bad=heard) as manifest,
+    ):
         scan_s = time.perf_counter() - start
         report = build_format(
             spec, manifest.root, manifest, target, workers=workers, progress=progress

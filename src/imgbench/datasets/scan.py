@@ -39,6 +39,7 @@ from .manifest import (
     ManifestFile,
     ManifestWriter,
     _item,
+    arrow_system_pool,
     iter_rows,
 )
 from .parallel import WorkerPool, cpu_count
@@ -375,6 +376,18 @@ def scan_to_file(
     excluded file as soon as it is known. Raises DatasetError for a missing path, a
     non-directory, an empty folder or a folder without a usable image.
     """
+    with arrow_system_pool():
+        return _scan_to_file(root, workers, progress, max_pixels, use_cache, on_bad)
+
+
+def _scan_to_file(
+    root: Path,
+    workers: int | None,
+    progress: bool,
+    max_pixels: int | None,
+    use_cache: bool,
+    on_bad: Callable[[BadFile], None] | None,
+) -> ManifestFile:
     root = Path(root).expanduser()
     if not root.exists():
         raise DatasetError(f"dataset path does not exist: {root}")
@@ -470,7 +483,10 @@ def scan(
     path, a non-directory, an empty folder or a folder without a usable image; a bad file only
     becomes a BadFile.
     """
-    with scan_to_file(
-        root, workers=workers, progress=progress, max_pixels=max_pixels, use_cache=use_cache
-    ) as result:
+    with (
+        arrow_system_pool(),
+        scan_to_file(
+            root, workers=workers, progress=progress, max_pixels=max_pixels, use_cache=use_cache
+        ) as result,
+    ):
         return result.load()
