@@ -4,7 +4,7 @@ One test per format family (key-value store, columnar file, tar shards with an i
 arrays with offsets). Each converts N and 10xN 64x64 JPEGs in a fresh process and compares the
 process's peak RSS (VmHWM). Before the manifest was streamed (a list of every entry, a dict by
 path, the scan's results and the writers' label/index lists) 1,100 -> 11,000 images grew it by
-tens of MiB; now by a few.
+21-42 MiB; now by 4-11.
 """
 
 from __future__ import annotations
@@ -25,7 +25,9 @@ from imgbench.formats.registry import get_format
 
 SRC = Path(__file__).resolve().parents[2] / "src"
 N = 1100  # more than one batch of the scan and of the streamed manifest (1,024 rows)
-GROWTH_LIMIT_MIB = 10  # allowed growth of the peak, N -> 10xN
+# allowed growth of the peak, N -> 10xN. Measured under load: before the fixes +21 to +42 MiB,
+# after +4 to +11 (part of it a plateau that 1,100 images do not reach yet: 10k -> 100k grew 1-11 MiB)
+GROWTH_LIMIT_MIB = 15
 
 CHILD = textwrap.dedent(
     """
