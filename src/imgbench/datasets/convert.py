@@ -5,6 +5,8 @@ be used (unreadable, truncated, undecodable, bombs, unsupported) with their reas
 core; the format's own atomic build (``imgbench.formats.base.build_format``) streams the rest into
 the store, skipping files that vanished or changed since, and renames the store into place only
 once its completion marker is written, so an interrupted conversion leaves nothing that opens.
+Memory is flat in the number of images: the manifest is streamed to disk by the scan and read
+back, row group by row group, by the build.
 """
 
 from __future__ import annotations
@@ -17,8 +19,8 @@ from pathlib import Path
 
 from imgbench.formats.base import FormatSpec, build_format
 
-from .manifest import BadFile
-from .scan import scan
+from .manifest import BadFile, arrow_system_pool
+from .scan import scan_to_file
 
 
 @dataclass
@@ -72,14 +74,21 @@ def convert(
     if progress is None:  # tqdm bars (with ETA) where someone watches
         progress = sys.stderr.isatty()
     start = time.perf_counter()
-    manifest = scan(Path(src), workers=workers, progress=progress)
-    scan_s = time.perf_counter() - start
-    for bad in manifest.bad:
+    bad: list[BadFile] = []  # grows with the bad files only; the manifest stays on disk
+
+    def heard(item: BadFile) -> None:
+        bad.append(item)
         if on_bad is not None:
-            on_bad(bad.path, bad.reason)
-    report = build_format(
-        spec, manifest.root, manifest.entries, target, workers=workers, progress=progress
-    )
+            on_bad(item.path, item.reason)
+
+    with (
+        arrow_system_pool(),  # pyarrow's mimalloc kept freed pages: RSS grew with N (manifest.py)
+        scan_to_file(Path(src), workers=workers, progress=progress, on_bad=heard) as manifest,
+    ):
+        scan_s = time.perf_counter() - start
+        report = build_format(
+            spec, manifest.root, manifest, target, workers=workers, progress=progress
+        )
     if on_bad is not None:
         for path, reason in report.skipped:
             on_bad(path, reason)
@@ -91,6 +100,6 @@ def convert(
         bytes_on_disk=report.meta.bytes_on_disk,
         scan_s=scan_s,
         write_s=report.seconds,
-        bad=list(manifest.bad),
+        bad=bad,
         skipped=list(report.skipped),
     )

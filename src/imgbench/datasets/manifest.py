@@ -6,9 +6,11 @@ manifest's fingerprint on each result row; two runs are only comparable when it 
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import weakref
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -184,3 +186,177 @@ def _read(path: Path) -> tuple[Manifest, dict[str, dict[str, int]]]:
         if n not in _SCHEMA.names
     }
     return Manifest(root, entries, bad), extra
+
+
+# -- streaming: a manifest written and read row group by row group ----------------------------------
+STREAM_ROWS = 1024  # rows per row group of a streamed manifest (and per read batch)
+
+
+@contextlib.contextmanager
+def arrow_system_pool() -> Iterator[None]:
+    """Arrow allocates from the C library's ``malloc`` inside (the default pool is restored).
+
+    Measured here: with pyarrow's default (mimalloc) pool, reading and writing a manifest row
+    group by row group grew peak RSS with the number of row groups (about +14 MiB from 1,100 to
+    11,000 rows for the scan's cache join) although Arrow's own peak allocation stayed at a few
+    MiB: mimalloc kept the freed pages. With the system pool the growth is 1-3 MiB. Buffers
+    remember their pool, so switching is safe; it is process-wide, so the dataset tools use it
+    around whole calls (not in generators), never around timed benchmarks.
+    """
+    previous = pa.default_memory_pool()
+    pa.set_memory_pool(pa.system_memory_pool())
+    try:
+        yield
+    finally:
+        pa.set_memory_pool(previous)
+
+
+def _row(item: ImageEntry | BadFile) -> tuple[Any, ...]:
+    if isinstance(item, ImageEntry):
+        e = item
+        return (e.path, e.bytes, e.codec, e.width, e.height, e.mode, e.label, e.sha256, None)
+    return (item.path, None, None, None, None, None, None, None, item.reason)
+
+
+def _item(row: dict[str, Any]) -> ImageEntry | BadFile:
+    if row["reason"] is not None:
+        return BadFile(row["path"], row["reason"])
+    return ImageEntry(
+        row["path"],
+        int(row["bytes"]),
+        row["codec"],
+        int(row["width"]),
+        int(row["height"]),
+        row["mode"],
+        row["label"],
+        row["sha256"],
+    )
+
+
+def iter_rows(path: Path, columns: Sequence[str] | None = None) -> Iterator[dict[str, Any]]:
+    """The rows of a manifest parquet as dicts, in file order, one batch in memory at a time."""
+    handle = pq.ParquetFile(path, pre_buffer=False)  # pre-buffering reads every row group at once
+    try:
+        for batch in handle.iter_batches(
+            batch_size=STREAM_ROWS, columns=columns, use_threads=False
+        ):
+            yield from batch.to_pylist()
+    finally:
+        handle.close()
+
+
+class ManifestWriter:
+    """Writes a manifest parquet as items arrive (in path order), keeping only running totals.
+
+    The same file as :meth:`Manifest.to_parquet` (same schema, readable by ``from_parquet``),
+    except that usable entries and bad files are interleaved in path order and the fingerprint
+    is in the file's key-value metadata rather than the schema's. Memory is one row group.
+    """
+
+    def __init__(self, path: Path, root: Path, extra: Sequence[str] = ()) -> None:
+        self.path = Path(path)
+        self.root = Path(root)
+        self.extra = tuple(extra)
+        fields = list(_SCHEMA) + [pa.field(name, pa.int64()) for name in self.extra]
+        meta = {
+            b"imgbench.manifest_version": MANIFEST_VERSION.encode(),
+            b"imgbench.root": str(self.root).encode(),
+        }
+        self.schema = pa.schema(fields, metadata=meta)
+        self._writer = pq.ParquetWriter(self.path, self.schema)
+        self._rows: list[tuple[Any, ...]] = []
+        self._hash = hashlib.sha256()
+        self.count = 0
+        self.total_bytes = 0
+        self.classes: set[str] = set()
+        self.n_bad = 0
+        self.first_bad: BadFile | None = None
+
+    def add(self, item: ImageEntry | BadFile, extra: Sequence[int] = ()) -> None:
+        if isinstance(item, ImageEntry):
+            self.count += 1
+            self.total_bytes += item.bytes
+            if item.label is not None:
+                self.classes.add(item.label)
+            self._hash.update(f"{item.path}\t{item.bytes}\t{item.sha256}\n".encode())
+        else:
+            self.n_bad += 1
+            if self.first_bad is None:
+                self.first_bad = item
+        self._rows.append((*_row(item), *extra))
+        if len(self._rows) >= STREAM_ROWS:
+            self._flush()
+
+    def _flush(self) -> None:
+        if not self._rows:
+            return
+        columns = list(zip(*self._rows, strict=True))
+        arrays = [pa.array(list(c), type=f.type) for c, f in zip(columns, self.schema, strict=True)]
+        self._writer.write_table(pa.Table.from_arrays(arrays, schema=self.schema))
+        self._rows = []
+
+    @property
+    def fingerprint(self) -> str:
+        """The same 16 hex digits as :attr:`Manifest.fingerprint` (items come in path order)."""
+        return self._hash.hexdigest()[:16]
+
+    def close(self) -> None:
+        self._flush()
+        self._writer.add_key_value_metadata({"imgbench.fingerprint": self.fingerprint})
+        self._writer.close()
+
+    def abort(self) -> None:
+        self._rows = []
+        self._writer.close()
+
+
+class ManifestFile:
+    """A manifest that stays on disk: its totals in memory, its entries streamed from the parquet.
+
+    ``len()`` and ``iter()`` give the usable entries in path order (what ``build_format``
+    consumes), ``iter_bad()`` the excluded files; ``load()`` reads everything into a
+    :class:`Manifest`. A temporary file (``temporary=True``) is removed by ``close()`` or when the
+    object is collected.
+    """
+
+    def __init__(self, writer: ManifestWriter, *, temporary: bool = False) -> None:
+        self.path = writer.path
+        self.root = writer.root
+        self.count = writer.count
+        self.total_bytes = writer.total_bytes
+        self.classes = tuple(sorted(writer.classes))
+        self.n_bad = writer.n_bad
+        self.fingerprint = writer.fingerprint
+        self._finalizer = weakref.finalize(self, _remove, str(self.path)) if temporary else None
+
+    def __len__(self) -> int:
+        return self.count
+
+    def __iter__(self) -> Iterator[ImageEntry]:
+        for row in iter_rows(self.path, _SCHEMA.names):
+            if row["reason"] is None:
+                item = _item(row)
+                assert isinstance(item, ImageEntry)
+                yield item
+
+    def iter_bad(self) -> Iterator[BadFile]:
+        for row in iter_rows(self.path, ["path", "reason"]):
+            if row["reason"] is not None:
+                yield BadFile(row["path"], row["reason"])
+
+    def load(self) -> Manifest:
+        return Manifest(self.root, list(self), list(self.iter_bad()))
+
+    def close(self) -> None:
+        if self._finalizer is not None:
+            self._finalizer()
+
+    def __enter__(self) -> ManifestFile:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _remove(path: str) -> None:
+    Path(path).unlink(missing_ok=True)

@@ -3,25 +3,49 @@
 Each file is identified by content (not extension), its header checked against a pixel limit
 before decoding (decompression bombs), then fully decoded once so that truncated files are
 caught here rather than in the middle of a timed benchmark. Results are cached per root.
+
+Everything streams in path order (listing, cache lookup, decode check, manifest written), so a
+scan's memory does not grow with the number of files (``scan_to_file``); ``scan`` then loads the
+manifest for the benchmarks, which hold their (small) datasets in memory.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import heapq
 import io
 import logging
 import os
+import shutil
+import tempfile
 import warnings
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any, TypeVar
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 from PIL import Image
 
+from imgbench.atomic import atomic_file
 from imgbench.errors import one_line
 
-from .manifest import BadFile, DatasetError, ImageEntry, Manifest, _read
-from .parallel import cpu_count, imap
+from .manifest import (
+    BadFile,
+    DatasetError,
+    ImageEntry,
+    Manifest,
+    ManifestFile,
+    ManifestWriter,
+    _item,
+    arrow_system_pool,
+    iter_rows,
+)
+from .parallel import WorkerPool, cpu_count
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 CACHE_NAME = ".imgbench-manifest.parquet"
 
@@ -193,75 +217,256 @@ def _inspect_job(job: tuple[str, str, int]) -> ImageEntry | BadFile:
     return inspect_file(Path(root), rel, max_pixels=limit)
 
 
-def list_files(root: Path) -> tuple[list[tuple[str, os.stat_result]], int]:
-    """Candidate image files (by extension or magic bytes) under root, and the ignored count.
+def _is_candidate(full: Path, name: str) -> bool:
+    """An image by extension, or a file without one whose magic bytes say image."""
+    if Path(name).suffix.lower() in IMAGE_EXTENSIONS:
+        return True
+    try:
+        with open(full, "rb") as f:
+            head = f.read(16)
+    except OSError:
+        head = b""
+    return sniff(head) is not None or _other_image_format(head) is not None
 
-    Hidden files and folders (starting with '.') are skipped: caches, labels and manifests live
-    there. Non-image files without an image extension (labels.csv, README) are ignored silently.
+
+def iter_files(
+    root: Path, counts: dict[str, int] | None = None
+) -> Iterator[tuple[str, os.stat_result]]:
+    """Candidate image files under root, in the manifest's order (sorted POSIX paths), streamed.
+
+    One folder's names are sorted at a time (a folder's entries sort by ``name`` for files and
+    ``name + "/"`` for folders, which is the order of the full paths), so memory is bounded by
+    the largest folder, not the dataset. Hidden files and folders (starting with '.') are
+    skipped: caches, labels and manifests live there. Non-image files without an image extension
+    (labels.csv, README) are counted in ``counts["ignored"]``.
     """
-    found: list[tuple[str, os.stat_result]] = []
-    ignored = 0
-    for dirpath, dirnames, filenames in os.walk(root):
-        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
-        for fn in sorted(filenames):
-            if fn.startswith("."):
+    if counts is None:
+        counts = {}
+    counts.setdefault("ignored", 0)
+
+    def walk(folder: Path, prefix: str) -> Iterator[tuple[str, os.stat_result]]:
+        try:
+            with os.scandir(folder) as listing:
+                names = []
+                for item in listing:
+                    if item.name.startswith("."):
+                        continue
+                    try:
+                        is_dir = item.is_dir(follow_symlinks=False)  # as os.walk
+                    except OSError:
+                        continue
+                    names.append(item.name + "/" if is_dir else item.name)
+        except OSError:
+            return
+        names.sort()
+        for key in names:
+            if key.endswith("/"):
+                yield from walk(folder / key[:-1], prefix + key)
                 continue
-            full = Path(dirpath) / fn
+            full = folder / key
             try:
                 st = full.stat()
             except OSError:
                 continue
             if not full.is_file():
                 continue
-            rel = full.relative_to(root).as_posix()
-            if Path(fn).suffix.lower() not in IMAGE_EXTENSIONS:
-                try:
-                    with open(full, "rb") as f:
-                        head = f.read(16)
-                except OSError:
-                    head = b""
-                if sniff(head) is None and _other_image_format(head) is None:
-                    ignored += 1
-                    continue
-            found.append((rel, st))
-    return found, ignored
+            if not _is_candidate(full, key):
+                counts["ignored"] += 1
+                continue
+            yield prefix + key, st
+
+    yield from walk(Path(root), "")
 
 
-def _load_cache(root: Path, limit: int) -> dict[str, tuple[tuple[int, int], ImageEntry | BadFile]]:
-    path = root / CACHE_NAME
-    if not path.is_file():
-        return {}
-    try:
-        m, extra = _read(path)
-    except DatasetError:
-        return {}
-    sizes, mtimes, limits = (
-        extra.get("size", {}),
-        extra.get("mtime_ns", {}),
-        extra.get("max_pixels", {}),
-    )
-    out: dict[str, tuple[tuple[int, int], ImageEntry | BadFile]] = {}
-    items: list[ImageEntry | BadFile] = [*m.entries, *m.bad]
+def list_files(root: Path) -> tuple[list[tuple[str, os.stat_result]], int]:
+    """Every candidate image file under root (see :func:`iter_files`) and the ignored count."""
+    counts: dict[str, int] = {}
+    found = list(iter_files(root, counts))
+    return found, counts["ignored"]
+
+
+class _Cache:
+    """The previous scan's manifest, read in step with the sorted listing (a merge join).
+
+    Usable entries and bad files are each sorted by path in the file (whether interleaved, as
+    streamed manifests are, or one after the other, as ``Manifest.to_parquet`` writes them), so
+    two cursors merged by path give one sorted stream; a file out of order ends the cache.
+    """
+
+    def __init__(self, path: Path, limit: int) -> None:
+        self._rows: Iterator[dict[str, Any]] = iter(())
+        try:
+            with pq.ParquetFile(path) as handle:
+                names = handle.schema_arrow.names
+            if all(c in names for c in CACHE_COLUMNS):
+                self._rows = heapq.merge(
+                    (r for r in iter_rows(path) if r["reason"] is None),
+                    (r for r in iter_rows(path) if r["reason"] is not None),
+                    key=lambda r: r["path"],
+                )
+        except (OSError, pa.ArrowException):
+            pass
+        self._limit = limit
+        self.stale = 0
+        self._head: dict[str, Any] | None = None
+        self._last = ""
+        self._advance()
+
+    def _advance(self) -> None:
+        try:
+            row = next(self._rows)
+        except (StopIteration, OSError, pa.ArrowException):
+            row = None
+        if row is not None and row["path"] < self._last:
+            row = None  # not sorted: not a manifest this code wrote; scan everything
+        if row is None:
+            self._rows = iter(())
+        else:
+            self._last = row["path"]
+        self._head = row
+
+    def get(self, rel: str, key: tuple[int, int]) -> ImageEntry | BadFile | None:
+        """The cached result for ``rel`` when its size, mtime and pixel limit still match."""
+        while self._head is not None and self._head["path"] < rel:
+            self.stale += 1  # a file that is gone
+            self._advance()
+        row = self._head
+        if row is None or row["path"] != rel:
+            return None
+        self._advance()
+        if (row["size"], row["mtime_ns"], row["max_pixels"]) != (*key, self._limit):
+            return None
+        return _item(row)
+
+    def exhausted(self) -> bool:
+        """No row left over: every cached file was listed again (call after the last ``get``)."""
+        return self._head is None
+
+
+CACHE_COLUMNS = ("size", "mtime_ns", "max_pixels")
+BATCH = 1024  # files looked up in the cache, then decode-checked, per step
+
+
+def _batched(items: Iterator[T], size: int) -> Iterator[list[T]]:
+    batch: list[T] = []
     for item in items:
-        if limits.get(item.path) == limit and item.path in sizes:
-            out[item.path] = ((sizes[item.path], mtimes[item.path]), item)
-    return out
+        batch.append(item)
+        if len(batch) == size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
 
 
-def _save_cache(
-    root: Path, manifest: Manifest, keys: dict[str, tuple[int, int]], limit: int
-) -> None:
-    # the order Manifest._table writes rows in
-    items: list[ImageEntry | BadFile] = [*manifest.entries, *manifest.bad]
-    extra = {
-        "size": [keys[i.path][0] for i in items],
-        "mtime_ns": [keys[i.path][1] for i in items],
-        "max_pixels": [limit] * len(items),
-    }
+def scan_to_file(
+    root: Path,
+    *,
+    workers: int | None = None,
+    progress: bool = False,
+    max_pixels: int | None = None,
+    use_cache: bool = True,
+    on_bad: Callable[[BadFile], None] | None = None,
+) -> ManifestFile:
+    """Scan ``root`` recursively into a manifest that stays on disk (see module docstring).
+
+    Memory is flat in the number of files: the listing, the cache lookup (a merge join with the
+    previous manifest), the decode check (a bounded pool) and the manifest written (row group by
+    row group, to a temporary file, then copied to ``root/.imgbench-manifest.parquet`` atomically
+    when it differs from the cache there) all stream in path order. ``on_bad`` hears of every
+    excluded file as soon as it is known. Raises DatasetError for a missing path, a
+    non-directory, an empty folder or a folder without a usable image.
+    """
+    with arrow_system_pool():
+        return _scan_to_file(root, workers, progress, max_pixels, use_cache, on_bad)
+
+
+def _scan_to_file(
+    root: Path,
+    workers: int | None,
+    progress: bool,
+    max_pixels: int | None,
+    use_cache: bool,
+    on_bad: Callable[[BadFile], None] | None,
+) -> ManifestFile:
+    root = Path(root).expanduser()
+    if not root.exists():
+        raise DatasetError(f"dataset path does not exist: {root}")
+    if not root.is_dir():
+        raise DatasetError(f"dataset path is not a directory: {root}")
+    root = root.resolve()
+    limit = max_pixels_default() if max_pixels is None else int(max_pixels)
+    total = None
+    if progress:  # a count first, so the bar has an ETA
+        total = sum(1 for _ in iter_files(root))
+
+    cache_path = root / CACHE_NAME
+    cache = _Cache(cache_path, limit) if use_cache and cache_path.is_file() else None
+    fd, name = tempfile.mkstemp(prefix="imgbench-manifest-", suffix=".parquet")
+    os.close(fd)
+    out = Path(name)  # not in root: a rescan that changes nothing leaves root untouched
+    writer = ManifestWriter(out, root, CACHE_COLUMNS)
+    counts: dict[str, int] = {}
+    listed = 0
+    n_workers = workers if workers is not None else cpu_count()
+    checked = 0
     try:
-        manifest.to_parquet(root / CACHE_NAME, _extra=extra)
-    except OSError as exc:  # read-only dataset: fine, just slower next time
-        log.info("not caching the manifest in %s: %s", root, exc)
+        with contextlib.ExitStack() as stack:
+            from tqdm import tqdm
+
+            bar = tqdm(total=total, desc=f"scan {root.name}", unit="img", disable=not progress)
+            stack.enter_context(bar)
+            pool: WorkerPool | None = None
+            for batch in _batched(iter_files(root, counts), BATCH):
+                listed += len(batch)
+                keys = [(st.st_size, st.st_mtime_ns) for _, st in batch]
+                items: list[ImageEntry | BadFile | None] = [
+                    cache.get(rel, key) if cache is not None else None
+                    for (rel, _), key in zip(batch, keys, strict=True)
+                ]
+                todo = [i for i, item in enumerate(items) if item is None]
+                checked += len(todo)
+                if pool is None and n_workers > 1 and len(todo) >= 64:
+                    pool = stack.enter_context(WorkerPool(n_workers))
+                jobs = ((str(root), batch[i][0], limit) for i in todo)
+                if pool is not None:
+                    results = pool.imap(_inspect_job, jobs, chunksize=16)
+                else:
+                    results = map(_inspect_job, jobs)
+                for i, result in zip(todo, results, strict=True):
+                    items[i] = result
+                for item, key in zip(items, keys, strict=True):
+                    assert item is not None
+                    writer.add(item, (*key, limit))
+                    if isinstance(item, BadFile) and on_bad is not None:
+                        on_bad(item)
+                bar.update(len(batch))
+        writer.close()
+    except BaseException:
+        writer.abort()
+        Path(out).unlink(missing_ok=True)
+        raise
+    if listed == 0:
+        Path(out).unlink(missing_ok=True)
+        ignored = counts.get("ignored", 0)
+        if ignored == 0:
+            raise DatasetError(f"dataset folder is empty: {root}")
+        raise DatasetError(f"no images in {root} ({ignored} files, none of them an image)")
+    changed = cache is None or checked > 0 or cache.stale > 0 or not cache.exhausted()
+    if use_cache and changed:
+        try:
+            with atomic_file(cache_path) as handle, out.open("rb") as source:
+                shutil.copyfileobj(source, handle)
+        except OSError as exc:  # read-only dataset: fine, just slower next time
+            log.info("not caching the manifest in %s: %s", root, exc)
+    manifest = ManifestFile(writer, temporary=True)
+    if writer.count == 0:
+        bad = writer.first_bad
+        assert bad is not None
+        manifest.close()
+        raise DatasetError(
+            f"no usable images in {root} ({writer.n_bad} bad files, e.g. {bad.path}: {bad.reason})"
+        )
+    return manifest
 
 
 def scan(
@@ -272,54 +477,16 @@ def scan(
     max_pixels: int | None = None,
     use_cache: bool = True,
 ) -> Manifest:
-    """Scan ``root`` recursively into a Manifest (see module docstring).
+    """Scan ``root`` recursively into a Manifest held in memory (see module docstring).
 
-    Raises DatasetError for a missing path, a non-directory, an empty folder or a folder without
-    a usable image; a bad file only becomes a BadFile.
+    :func:`scan_to_file` does the work; this loads its result. Raises DatasetError for a missing
+    path, a non-directory, an empty folder or a folder without a usable image; a bad file only
+    becomes a BadFile.
     """
-    root = Path(root).expanduser()
-    if not root.exists():
-        raise DatasetError(f"dataset path does not exist: {root}")
-    if not root.is_dir():
-        raise DatasetError(f"dataset path is not a directory: {root}")
-    root = root.resolve()
-    limit = max_pixels_default() if max_pixels is None else int(max_pixels)
-    files, ignored = list_files(root)
-    if not files:
-        if ignored == 0:
-            raise DatasetError(f"dataset folder is empty: {root}")
-        raise DatasetError(f"no images in {root} ({ignored} files, none of them an image)")
-
-    cache = _load_cache(root, limit) if use_cache else {}
-    keys = {rel: (st.st_size, st.st_mtime_ns) for rel, st in files}
-    results: dict[str, ImageEntry | BadFile] = {}
-    todo = []
-    for rel, key in keys.items():
-        hit = cache.get(rel)
-        if hit is not None and hit[0] == key:
-            results[rel] = hit[1]
-        else:
-            todo.append(rel)
-
-    if todo:
-        n_workers = workers if workers is not None else cpu_count()
-        n_workers = max(1, min(n_workers, len(todo) // 32))  # a pool is not worth it for a few
-        jobs = ((str(root), rel, limit) for rel in todo)
-        from tqdm import tqdm
-
-        bar = tqdm(total=len(todo), desc=f"scan {root.name}", unit="img", disable=not progress)
-        with bar:
-            for item in imap(_inspect_job, jobs, workers=n_workers, chunksize=16):
-                results[item.path] = item
-                bar.update()
-
-    entries = [r for r in results.values() if isinstance(r, ImageEntry)]
-    bad = [r for r in results.values() if isinstance(r, BadFile)]
-    manifest = Manifest(root, entries, bad)
-    if use_cache and (todo or len(cache) != len(results)):
-        _save_cache(root, manifest, keys, limit)
-    if not entries:
-        raise DatasetError(
-            f"no usable images in {root} ({len(bad)} bad files, e.g. {bad[0].path}: {bad[0].reason})"
-        )
-    return manifest
+    with (
+        arrow_system_pool(),
+        scan_to_file(
+            root, workers=workers, progress=progress, max_pixels=max_pixels, use_cache=use_cache
+        ) as result,
+    ):
+        return result.load()

@@ -21,6 +21,7 @@ next build removes.
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import hashlib
 import importlib
@@ -29,12 +30,12 @@ import json
 import os
 import sys
 import time
-from collections.abc import Generator, Iterable, Iterator, Sequence
+from collections.abc import Generator, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from types import ModuleType
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 import numpy as np
 
@@ -183,7 +184,16 @@ def fixed_array(data: bytes, size: int = ARRAY_SIZE) -> np.ndarray:
     return np.ascontiguousarray(np.asarray(image, dtype=np.uint8))
 
 
-def class_names(entries: Sequence[ImageEntry]) -> tuple[str, ...]:
+class Entries(Protocol):
+    """What a build consumes: a list of entries, or a manifest streamed from disk
+    (``imgbench.datasets.manifest.ManifestFile``), iterated in order, twice."""
+
+    def __len__(self) -> int: ...
+
+    def __iter__(self) -> Iterator[ImageEntry]: ...
+
+
+def class_names(entries: Iterable[ImageEntry]) -> tuple[str, ...]:
     return tuple(sorted({e.label for e in entries if e.label is not None}))
 
 
@@ -239,7 +249,7 @@ def bytes_on_disk(path: Path) -> int:
 def build_format(
     spec: FormatSpec,
     root: Path,
-    entries: Sequence[ImageEntry],
+    entries: Entries,
     target: Path,
     *,
     workers: int | None = None,
@@ -259,47 +269,64 @@ def _write_all(
     spec: FormatSpec,
     module: ModuleType,
     root: Path,
-    entries: Sequence[ImageEntry],
+    entries: Entries,
     tmp: Path,
     workers: int | None,
     progress: bool | None,
     array_size: int,
 ) -> FormatMeta:
-    """Stream ``entries`` through the format's writer into ``tmp``; the marker comes last."""
+    """Stream ``entries`` through the format's writer into ``tmp``; the marker comes last.
+
+    Memory is flat in the number of entries: one pass for the class names and sizes, then one
+    that feeds a bounded pool; the entries in flight wait in a deque, in order, for their
+    payloads; the keys file and the content hash are written as records go by.
+    """
     from tqdm import tqdm
 
     from imgbench.datasets.parallel import cpu_count, imap
 
-    classes = class_names(entries)
+    labels: set[str] = set()
+    total = 0
+    for e in entries:
+        total += e.bytes
+        if e.label is not None:
+            labels.add(e.label)
+    classes = tuple(sorted(labels))
     class_index = {name: i for i, name in enumerate(classes)}
     shape = (array_size, array_size, 3) if spec.stores == "array" else None
+    count = len(entries)
     plan = WritePlan(
-        count_hint=len(entries),
+        count_hint=count,
         stores=spec.stores,
         array_shape=shape,
-        mean_record_bytes=(sum(e.bytes for e in entries) / len(entries)) if entries else 0.0,
+        mean_record_bytes=total / count if count else 0.0,
     )
-    by_path = {e.path: e for e in entries}
+    in_flight: collections.deque[ImageEntry] = collections.deque()
     skipped: list[tuple[str, str]] = []
     content = hashlib.sha256()
     totals = {"count": 0, "source_bytes": 0}
     if progress is None:
         progress = sys.stderr.isatty()
     n_workers = (workers or cpu_count()) if spec.parallel_write else 1
-    jobs = ((str(root), e.path, e.sha256, spec.stores, array_size) for e in entries)
+
+    def jobs() -> Iterator[tuple[str, str, str, str, int]]:
+        for e in entries:
+            in_flight.append(e)  # before the job leaves: results come back in this order
+            yield (str(root), e.path, e.sha256, spec.stores, array_size)
 
     (tmp / META_DIR).mkdir()
     keys_file = (tmp / META_DIR / KEYS).open("w", encoding="utf-8")
 
     def records() -> Generator[Record, None, None]:
-        bar = tqdm(total=len(entries), desc=f"write {spec.name}", unit="img", disable=not progress)
+        bar = tqdm(total=count, desc=f"write {spec.name}", unit="img", disable=not progress)
         with bar:
-            for rel, payload, info in imap(_load_job, jobs, workers=n_workers, chunksize=4):
+            for rel, payload, info in imap(_load_job, jobs(), workers=n_workers, chunksize=4):
                 bar.update()
+                entry = in_flight.popleft()
+                assert entry.path == rel, (entry.path, rel)
                 if payload is None:
                     skipped.append((rel, info))
                     continue
-                entry = by_path[rel]
                 label = class_index[entry.label] if entry.label is not None else -1
                 index = totals["count"]
                 content.update(payload_digest(payload))

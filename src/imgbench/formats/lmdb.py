@@ -19,6 +19,10 @@ from imgbench.formats.base import BaseReader, FormatMeta, Record, WritePlan, bat
 # space up front failed under valgrind (Invalid argument) and under a ulimit -v.
 MAP_SIZE = 1 << 30
 TXN_RECORDS = 256
+# LMDB reads the database through its memory map while writing, and every page it touches stays
+# in this process's RSS until the map goes: +53 MiB of peak RSS from 10k to 100k tiny images.
+# Reopening the environment every 64 transactions (16,384 records) keeps that flat.
+REOPEN_TXNS = 64
 _LABEL = struct.Struct("<i")
 
 
@@ -27,9 +31,10 @@ def _key(index: int) -> bytes:
 
 
 def write(out: Path, records: Iterable[Record], plan: WritePlan) -> None:
-    env = lmdb.open(str(out / "data"), map_size=MAP_SIZE, subdir=True, sync=False, lock=True)
+    path = str(out / "data")
+    env = lmdb.open(path, map_size=MAP_SIZE, subdir=True, sync=False, lock=True)
     try:
-        for batch in batched(records, TXN_RECORDS):
+        for number, batch in enumerate(batched(records, TXN_RECORDS), 1):
             while True:
                 try:
                     with env.begin(write=True) as txn:
@@ -38,6 +43,10 @@ def write(out: Path, records: Iterable[Record], plan: WritePlan) -> None:
                     break
                 except lmdb.MapFullError:  # the transaction was aborted: grow, write it again
                     env.set_mapsize(env.info()["map_size"] * 2)
+            if number % REOPEN_TXNS == 0:  # unmap the pages LMDB touched (see REOPEN_TXNS)
+                size = env.info()["map_size"]
+                env.close()
+                env = lmdb.open(path, map_size=size, subdir=True, sync=False, lock=True)
         env.sync(True)
     finally:
         env.close()

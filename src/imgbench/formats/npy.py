@@ -3,14 +3,14 @@
 * decoded: ``images.npy`` of shape (N, S, S, 3) uint8, what people write after resizing;
 * packed: ``data.npy`` (all image bytes, uint8) + ``offsets.npy`` (int64, N + 1).
 
-Both stream: the writer reserves a fixed-size ``.npy`` header, appends records, then rewrites the
-header with the final shape, so memory stays flat however many images there are.
+All stream (images, labels and offsets alike): the writer reserves a fixed-size ``.npy`` header,
+appends records, then rewrites the header with the final shape, so memory stays flat however many
+images there are.
 """
 
 from __future__ import annotations
 
 import struct
-from array import array
 from collections.abc import Iterable
 from pathlib import Path
 from typing import BinaryIO, cast
@@ -46,28 +46,54 @@ def _finish(handle: BinaryIO, shape: tuple[int, ...], dtype: np.dtype) -> None:
     handle.close()
 
 
+class NpyWriter:
+    """Appends rows to a ``.npy`` file whose header (with the final row count) is written last.
+
+    The same bytes as ``np.save`` of the whole array, except for the header's padding; memory is
+    one row.
+    """
+
+    def __init__(self, path: Path, dtype: type | np.dtype, row_shape: tuple[int, ...] = ()) -> None:
+        self.dtype = np.dtype(dtype)
+        self.row_shape = row_shape
+        self.count = 0
+        self._handle = _open_stream(path)
+
+    def append(self, row: object) -> None:
+        value = np.ascontiguousarray(row, dtype=self.dtype)
+        self._handle.write(value.data)
+        self.count += 1
+
+    def close(self) -> None:
+        _finish(self._handle, (self.count, *self.row_shape), self.dtype)
+
+
 def write(out: Path, records: Iterable[Record], plan: WritePlan) -> None:
-    labels = array("i")
+    # Every array is streamed to its file: memory does not grow with the number of records.
+    labels = NpyWriter(out / "labels.npy", np.int32)
     u8 = np.dtype(np.uint8)
     if plan.stores == "array":
         assert plan.array_shape is not None
-        handle = _open_stream(out / "images.npy")
+        images = NpyWriter(out / "images.npy", u8, plan.array_shape)
         for record in records:
             payload = record.payload
             assert isinstance(payload, np.ndarray) and payload.shape == plan.array_shape
-            handle.write(np.ascontiguousarray(payload, dtype=np.uint8).data)
+            images.append(payload)
             labels.append(record.label)
-        _finish(handle, (len(labels), *plan.array_shape), u8)
+        images.close()
     else:
-        offsets = array("q", [0])
+        offsets = NpyWriter(out / "offsets.npy", np.int64)
+        offsets.append(0)
+        end = 0
         handle = _open_stream(out / "data.npy")
         for record in records:
             handle.write(cast(bytes, record.payload))  # stores="bytes": the file's bytes
-            offsets.append(offsets[-1] + len(record.payload))
+            end += len(record.payload)
+            offsets.append(end)
             labels.append(record.label)
-        _finish(handle, (offsets[-1],), u8)
-        np.save(out / "offsets.npy", np.frombuffer(offsets, dtype=np.int64))
-    np.save(out / "labels.npy", np.frombuffer(labels, dtype=np.int32))
+        _finish(handle, (end,), u8)
+        offsets.close()
+    labels.close()
 
 
 class Reader(BaseReader):

@@ -16,6 +16,7 @@ import numpy as np
 
 from imgbench.formats.base import BaseReader, FormatMeta, Record, WritePlan, check_index
 from imgbench.formats.folder import EXTENSIONS
+from imgbench.formats.npy import NpyWriter
 
 SHARD_BYTES = 256 * 1024 * 1024
 SHARD_COUNT = 10_000
@@ -25,7 +26,8 @@ PATTERN = "shard-%06d.tar"
 def write(out: Path, records: Iterable[Record], plan: WritePlan) -> None:
     import webdataset as wds
 
-    labels: list[int] = []
+    # labels and the index are streamed to their .npy files (memory flat in the record count)
+    labels = NpyWriter(out / "labels.npy", np.int32)
     with wds.ShardWriter(
         str(out / PATTERN), maxcount=SHARD_COUNT, maxsize=SHARD_BYTES, verbose=0
     ) as sink:
@@ -33,14 +35,21 @@ def write(out: Path, records: Iterable[Record], plan: WritePlan) -> None:
             ext = EXTENSIONS.get(record.codec, ".img").lstrip(".")
             sink.write({"__key__": f"{record.index:08d}", ext: record.payload, "cls": record.label})
             labels.append(record.label)
-    rows = []
+    labels.close()
+    index = NpyWriter(out / "index.npy", np.int64, (3,))
     for shard, path in enumerate(sorted(out.glob("shard-*.tar"))):
-        with tarfile.open(path) as archive:
-            for member in archive:
-                if not member.name.endswith(".cls"):
-                    rows.append((shard, member.offset_data, member.size))
-    np.save(out / "index.npy", np.asarray(rows, dtype=np.int64).reshape(-1, 3))
-    np.save(out / "labels.npy", np.asarray(labels, dtype=np.int32))
+        for member in _members(path):
+            if not member.name.endswith(".cls"):
+                index.append((shard, member.offset_data, member.size))
+    index.close()
+
+
+def _members(path: Path) -> Iterator[tarfile.TarInfo]:
+    """The members of one tar file, in order, without the list ``TarFile`` keeps of them all."""
+    with tarfile.open(path) as archive:
+        while (member := archive.next()) is not None:
+            archive.members.clear()  # type: ignore[attr-defined]  # TarFile keeps every member
+            yield member
 
 
 class Reader(BaseReader):

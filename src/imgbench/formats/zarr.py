@@ -25,6 +25,7 @@ from imgbench.formats.base import (
 )
 
 SHARD = 256  # records per shard file (and per write / per sequential read)
+LABEL_CHUNK = 65536  # labels per chunk file
 
 
 def write(out: Path, records: Iterable[Record], plan: WritePlan) -> None:
@@ -39,16 +40,22 @@ def write(out: Path, records: Iterable[Record], plan: WritePlan) -> None:
             shards=(SHARD,),
             dtype=VariableLengthBytes(),
         )
-        labels: list[int] = []
+        # labels are written batch by batch too (memory flat in the record count)
+        labels = zarr.create_array(
+            out / "labels.zarr",
+            shape=(max(plan.count_hint, 1),),
+            chunks=(LABEL_CHUNK,),
+            dtype=np.int32,
+        )
         count = 0
         for batch in batched(records, SHARD):
             column = np.empty(len(batch), dtype=object)
             column[:] = [r.payload for r in batch]
             images[count : count + len(batch)] = column
-            labels.extend(r.label for r in batch)
+            labels[count : count + len(batch)] = np.asarray([r.label for r in batch], np.int32)
             count += len(batch)
         images.resize((count,))
-        zarr.create_array(out / "labels.zarr", data=np.asarray(labels, dtype=np.int32))
+        labels.resize((count,))
 
 
 class Reader(BaseReader):
