@@ -1,0 +1,179 @@
+"""The SeaweedFS server: ready, credentials enforced, crashes named, nothing left behind."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import stat
+from pathlib import Path
+
+import psutil
+import pytest
+
+from imgbench.objectstore.server import (
+    EndpointError,
+    S3Endpoint,
+    S3Server,
+    ServerLostError,
+    ServerStartError,
+    ServerUnavailableError,
+    SessionServer,
+    check_endpoint,
+    free_ports,
+    start_server,
+    weed_missing,
+)
+from tests.objectstore.conftest import assert_gone, needs_weed, weed_processes
+
+
+@needs_weed
+def test_ready_server_round_trips_an_object(s3_server: S3Server) -> None:
+    endpoint = s3_server.endpoint
+    assert endpoint.host == "127.0.0.1"
+    assert s3_server.alive()
+    check_endpoint(endpoint)  # raises on any fault
+    client = endpoint.client()
+    client.put_object(Bucket=endpoint.bucket, Key="a/b.bin", Body=b"\x00\x01" * 1000)
+    body = client.get_object(Bucket=endpoint.bucket, Key="a/b.bin")["Body"].read()
+    assert body == b"\x00\x01" * 1000
+    client.delete_object(Bucket=endpoint.bucket, Key="a/b.bin")
+    # every listener is on 127.0.0.1 only, on the ports the server was given
+    listening = {
+        c.laddr.port
+        for c in psutil.Process(s3_server.pid).net_connections(kind="tcp")
+        if c.status == psutil.CONN_LISTEN
+    }
+    assert listening <= set(s3_server.ports.values())
+    assert {c.laddr.ip for c in psutil.Process(s3_server.pid).net_connections(kind="tcp")} == {
+        "127.0.0.1"
+    }
+    assert "secret" not in repr(endpoint) and endpoint.secret_key not in repr(endpoint)
+
+
+@needs_weed
+def test_three_faults_are_one_line_each_naming_the_problem(s3_server: S3Server) -> None:
+    good = s3_server.endpoint
+    (closed,) = free_ports(1)
+    cases = {
+        "unreachable": good.with_url(f"http://127.0.0.1:{closed}"),
+        "credentials": S3Endpoint(good.url, good.access_key, "wrong-secret", good.bucket),
+        "bucket": good.with_bucket("no-such-bucket"),
+    }
+    lines = {}
+    for kind, endpoint in cases.items():
+        with pytest.raises(EndpointError) as info:
+            check_endpoint(endpoint, timeout_s=3)
+        assert info.value.kind == kind
+        lines[kind] = str(info.value)
+        assert "\n" not in lines[kind]
+    assert lines["unreachable"] == f"S3 endpoint http://127.0.0.1:{closed} unreachable: " + (
+        "connection refused or timed out"
+    )
+    assert "rejected the credentials" in lines["credentials"]
+    assert good.access_key in lines["credentials"]
+    assert "SignatureDoesNotMatch" in lines["credentials"]
+    assert "bucket 'no-such-bucket' does not exist" in lines["bucket"]
+    # a wrong access key too, and anonymous access is refused
+    wrong_key = S3Endpoint(good.url, "nobody", good.secret_key, good.bucket)
+    with pytest.raises(EndpointError, match="InvalidAccessKeyId") as info:
+        check_endpoint(wrong_key)
+    assert info.value.kind == "credentials"
+    import urllib.error
+    import urllib.request
+
+    with pytest.raises(urllib.error.HTTPError) as http:
+        urllib.request.urlopen(f"{good.url}/{good.bucket}/", timeout=5)
+    assert http.value.code == 403
+
+
+@needs_weed
+def test_stop_leaves_no_process_folder_socket_or_port(tmp_path: Path) -> None:
+    before = {p.pid for p in weed_processes()}
+    with start_server("abc") as server:
+        pid, ports = server.pid, dict(server.ports)
+        assert psutil.Process(pid).name() == "weed"
+        assert server.pid not in before
+        assert psutil.Process(pid).children(recursive=True) == []
+        assert os.getpgid(pid) == pid  # its own process group
+        check_endpoint(server.endpoint)
+    assert_gone(server)
+    assert {p.pid for p in weed_processes()} == before
+    for port in ports.values():  # every port is free again
+        with socket.socket() as sock:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            sock.bind(("127.0.0.1", port))
+    leftovers = [
+        p
+        for p in Path("/tmp").glob("seaweedfs-*.sock")
+        if any(p.name.endswith(f"-{port}.sock") for port in ports.values())
+    ]
+    assert leftovers == []
+    assert not any(stat.S_ISSOCK(p.lstat().st_mode) for p in leftovers)
+
+
+@needs_weed
+def test_an_error_in_the_block_still_stops_the_server() -> None:
+    with pytest.raises(RuntimeError, match="boom"), start_server("abc") as server:
+        raise RuntimeError("boom")
+    assert_gone(server)
+
+
+def test_crash_during_start_up_is_a_clear_error(tmp_path: Path) -> None:
+    fake = tmp_path / "weed"
+    fake.write_text("#!/bin/sh\necho 'F1123 fatal: cannot bind the master port' >&2\nexit 3\n")
+    fake.chmod(0o755)
+    with pytest.raises(ServerStartError) as info:
+        S3Server.start("abc", binary=str(fake), timeout_s=10)
+    message = str(info.value)
+    assert "exited with code 3 during start-up" in message
+    assert "cannot bind the master port" in message
+    assert "\n" not in message
+    assert list(tmp_path.parent.glob("imgbench-s3-*")) == []
+
+
+def test_a_server_that_never_answers_is_stopped_and_named(tmp_path: Path) -> None:
+    fake = tmp_path / "weed"
+    fake.write_text("#!/bin/sh\necho 'starting'\nexec sleep 60\n")
+    fake.chmod(0o755)
+    with pytest.raises(ServerStartError, match=r"did not answer S3 at http://127\.0\.0\.1:\d+"):
+        S3Server.start("abc", binary=str(fake), timeout_s=1.5)
+    assert [
+        p for p in psutil.process_iter(["cmdline"]) if str(fake) in (p.info["cmdline"] or [])
+    ] == []
+
+
+def test_missing_weed_is_unavailable_with_the_reason(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("IMGBENCH_WEED", "/nonexistent/weed")
+    reason = weed_missing()
+    assert reason is not None and "/nonexistent/weed" in reason
+    with pytest.raises(ServerUnavailableError, match="not an executable `weed`"):
+        S3Server.start("abc")
+    session = SessionServer()
+    assert session.unavailable() == reason
+    with pytest.raises(ServerUnavailableError):
+        session.endpoint()
+    with pytest.raises(ServerUnavailableError):  # remembered: not tried again
+        session.endpoint()
+
+
+@needs_weed
+def test_session_server_starts_once_and_reports_a_lost_server() -> None:
+    session = SessionServer("lost-bucket")
+    try:
+        first = session.endpoint()
+        assert session.endpoint() == first  # one server for the session
+        server = session.server
+        assert server is not None
+        os.kill(server.pid, signal.SIGKILL)
+        server.process.wait(timeout=10)
+        with pytest.raises(ServerLostError) as info:
+            session.endpoint()
+        message = str(info.value)
+        assert f"weed pid {server.pid}" in message and "was killed by SIGKILL" in message
+        with pytest.raises(ServerLostError):  # every later S3 case gets the same reason
+            session.check()
+    finally:
+        session.stop()
+    assert_gone(server)
+    session.stop()  # idempotent
