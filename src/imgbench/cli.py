@@ -176,7 +176,7 @@ def run(
 def _print_written(written: list[Any]) -> None:
     console.print("results:" if written else "no results written", highlight=False)
     for path in written:
-        console.print(f"  {path}", highlight=False)
+        console.print(f"  {path}", highlight=False, soft_wrap=True)
 
 
 def _run_on_ray(
@@ -205,7 +205,7 @@ def _run_on_ray(
             location,
             group,
             create_envs,
-            say=lambda line: console.print(line, highlight=False),
+            say=lambda line: console.print(line, highlight=False, soft_wrap=True),
         )
     except (ClusterError, ResultsLocationError) as exc:
         raise fail(str(exc)) from None
@@ -367,17 +367,19 @@ def env(ctx: typer.Context) -> None:
 
 @app.command()
 def dashboard(
-    results: Annotated[Path, typer.Option(help="results folder")] = Path("results"),
+    results: Annotated[str, typer.Option(help="results folder, or s3://BUCKET/PREFIX")] = "results",
     port: Annotated[int, typer.Option(help="port on 127.0.0.1")] = 8501,
 ) -> None:
-    """Open the Streamlit dashboard on the results folder."""
+    """Open the Streamlit dashboard on the results folder (or bucket prefix)."""
     from imgbench.paths import repo_root
+    from imgbench.results.location import is_remote
 
     root = repo_root()
     app_file = root / "dashboard" / "app.py" if root else None
     if app_file is None or not app_file.is_file():
         raise fail("the dashboard is not built yet (issue: Streamlit dashboard)", code=1)
-    env_vars = {**os.environ, "IMGBENCH_RESULTS": str(results.resolve())}
+    where = results if is_remote(results) else str(Path(results).resolve())
+    env_vars = {**os.environ, "IMGBENCH_RESULTS": where}
     cmd = [
         sys.executable,
         "-m",

@@ -375,9 +375,18 @@ def _drive(ray: Any, share: Share, job: ShareJob, results: ResultsLocation) -> N
             elif message[0] == "exit":
                 share.exit_code, share.log_tail = message[1], message[2]
     except Exception as exc:  # a RayError for a dead node or worker; anything else is one too
-        alive = {n["NodeID"] for n in ray.nodes() if n.get("Alive")}
-        what = "died" if share.node.node_id not in alive else "lost its task"
-        share.error = f"Ray node {share.node.short} {what} during the run: {one_line(exc)}"[:500]
+        share.error = f"Ray node {share.node.short} {_what_happened(ray, share.node, exc)}"
+
+
+def _what_happened(ray: Any, node: Node, exc: BaseException) -> str:
+    """ "died during the run: NodeDiedError: <Ray's first sentence>" or "lost its task: ..."."""
+    died = isinstance(exc, ray.exceptions.NodeDiedError)
+    if not died:
+        with contextlib.suppress(Exception):
+            died = node.node_id not in {n["NodeID"] for n in ray.nodes() if n.get("Alive")}
+    text = one_line(exc)
+    first = text.split(". ", 1)[0].split(" `", 1)[0]  # Ray appends hints and commands
+    return f"{'died' if died else 'lost its task'} during the run: {first}"[:300]
 
 
 def run_session(

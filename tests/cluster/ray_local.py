@@ -93,22 +93,18 @@ class LocalRayCluster:
         else:
             args = [RAY, "start", f"--address={self.address}", *common]
         self.nodes[label] = subprocess.Popen(
-            args, env=self.node_env(label), stdout=log, stderr=subprocess.STDOUT,
+            args,
+            env=self.node_env(label),
+            stdout=log,
+            stderr=subprocess.STDOUT,
             start_new_session=True,
         )
 
-    def alive_count(self) -> int:
-        out = subprocess.run(
-            [RAY, "status", f"--address={self.address}"],
-            capture_output=True,
-            text=True,
-            env=self.node_env("status"),
-            timeout=60,
-        )
-        if out.returncode != 0:
-            return 0
-        active = out.stdout.split("Active:", 1)[-1].split("Pending:", 1)[0]
-        return sum(1 for line in active.splitlines() if "node_" in line)
+    def started(self, label: str) -> bool:
+        """`ray start` prints this once the node has registered with the head (no `ray status`
+        process per poll: each costs 2-3 s of CPU on this machine)."""
+        log = self.root / f"{label}.log"
+        return log.is_file() and "Ray runtime started" in log.read_text(errors="replace")
 
     def start(self, timeout_s: float = 120) -> LocalRayCluster:
         try:
@@ -121,13 +117,13 @@ class LocalRayCluster:
         self.port = free_port()
         self._start(self.labels[0], head=True)
         deadline = time.monotonic() + timeout_s
-        while self.alive_count() < 1:
+        while not self.started(self.labels[0]):
             self._check_running(deadline)
-        # one at a time: two `ray start` joining at once on one host raced for the session's
-        # files (the second raylet never started, "Failed to get node info")
-        for n, label in enumerate(self.labels[1:], start=2):
+        # one at a time: with two `ray start` joining at once on this loaded host, one of them
+        # once timed out ("Failed to get node info: Deadline Exceeded")
+        for label in self.labels[1:]:
             self._start(label, head=False)
-            while self.alive_count() < n:
+            while not self.started(label):
                 self._check_running(deadline)
         return self
 
