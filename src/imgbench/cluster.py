@@ -24,6 +24,7 @@ import json
 import logging
 import os
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -209,6 +210,7 @@ def connect(address: str) -> Any:
         raise ClusterError("--ray needs Ray on this machine: pip install 'ray'") from None
     if ray.is_initialized():
         return ray
+    _reachable(address)
     try:
         ray.init(
             address=address,
@@ -219,6 +221,25 @@ def connect(address: str) -> Any:
     except Exception as exc:  # Ray raises ConnectionError, RuntimeError, ValueError...
         raise ClusterError(f"cannot join the Ray cluster at {address}: {one_line(exc)}") from None
     return ray
+
+
+def _reachable(address: str, timeout_s: float = 3.0) -> None:
+    """A TCP connection to the address's host and port, before ``ray.init``: Ray retries an
+    address where nothing listens for more than a minute (and ignores SIGTERM meanwhile)."""
+    if address == "auto":
+        return
+    hostport = address.split("://", 1)[-1].rstrip("/")
+    host, _, port = hostport.rpartition(":")
+    if not host or not port.isdigit():
+        raise ClusterError(f"--ray {address}: expected HOST:PORT, ray://HOST:PORT or auto")
+    try:
+        with socket.create_connection((host, int(port)), timeout=timeout_s):
+            pass
+    except OSError as exc:
+        raise ClusterError(
+            f"cannot reach the Ray cluster at {address}: nothing answers at {host}:{port} "
+            f"({exc.strerror or type(exc).__name__})"
+        ) from None
 
 
 def alive_nodes(ray: Any) -> list[Node]:
