@@ -47,7 +47,7 @@ def test_each_node_measures_its_share_into_the_bucket_and_it_loads_everywhere(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     bucket = f"s3://{s3.bucket}/team/ray"
-    env = {**toy_env, **aws_env(s3)}
+    env = {**toy_env, **aws_env(s3), "HOME": str(ray_cluster.root / "home")}
     proc = imgbench(
         [
             "run",
@@ -132,7 +132,7 @@ def test_a_node_killed_mid_run_fails_its_own_cases_not_the_run(
             "-k",
             "test_read",
         ],
-        toy_env,
+        {**toy_env, "HOME": str(ray_cluster.root / "home")},
     )
     deadline = time.monotonic() + 240
     killed = False
