@@ -49,6 +49,7 @@ from imgbench.sessions import Session
 LABEL_KEY = "imgbench/machine"  # `ray start --labels imgbench/machine=NAME`
 RUN_GROUP_ENV = "IMGBENCH_RUN_GROUP"  # the plugin's (imgbench.harness.plugin.RUN_GROUP_ENV)
 POLL_S = 0.5  # how often a node looks for a rewritten results file
+SHARE_PREFIX = "imgbench-ray-share-"  # a share's folder on its node: PREFIX + worker pid + random
 COLLECT_TIMEOUT_S = 300
 
 Say = Callable[[str], object]
@@ -132,12 +133,31 @@ def _bench_targets(targets: tuple[Path, ...]) -> list[str]:
     return found
 
 
+def remove_dead_shares(parent: Path) -> None:
+    """Folders of shares whose Ray worker is gone: a node killed mid-run could not remove its
+    own; the next share on that machine does."""
+    import shutil
+
+    for folder in parent.glob(SHARE_PREFIX + "*"):
+        pid = folder.name[len(SHARE_PREFIX) :].split("-")[0]
+        if not pid.isdigit() or int(pid) == os.getpid():
+            continue
+        try:
+            os.kill(int(pid), 0)
+        except ProcessLookupError:
+            shutil.rmtree(folder, ignore_errors=True)
+        except PermissionError:
+            pass
+
+
 def measure_share(job: ShareJob) -> Iterator[tuple[Any, ...]]:
     """Run the node's share (a Ray generator task): yields ("file", name, parquet bytes) each time
     the session rewrites its results file, then ("exit", code, log tail)."""
     from imgbench.sessions import python_for_environment
 
-    work = Path(tempfile.mkdtemp(prefix="imgbench-ray-share-"))
+    parent = Path(tempfile.gettempdir())
+    remove_dead_shares(parent)
+    work = Path(tempfile.mkdtemp(prefix=f"{SHARE_PREFIX}{os.getpid()}-", dir=parent))
     process: subprocess.Popen[bytes] | None = None
     try:
         results = work / "results"

@@ -51,13 +51,20 @@ class LocalRayCluster:
     def address(self) -> str:
         return f"127.0.0.1:{self.port}"
 
+    @property
+    def tmp(self) -> Path:
+        return self.root / "tmp"
+
     def node_env(self, label: str) -> dict[str, str]:
         home = self.root / "home"
         home.mkdir(parents=True, exist_ok=True)
+        self.tmp.mkdir(parents=True, exist_ok=True)
         return {
             **os.environ,
             **self.env,
             "HOME": str(home),  # Ray writes ~/.ray; keep it in the test's folder
+            # the shares' folders (imgbench.cluster): a killed node cannot remove its own
+            "TMPDIR": str(self.tmp),
             "RAY_USAGE_STATS_ENABLED": "0",
             # a killed node is noticed in a few seconds rather than ~15 s (Ray's default period is
             # 3 s, 5 failures); shorter timeouts made nodes fail to join on this loaded 2-core VM

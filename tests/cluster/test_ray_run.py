@@ -84,16 +84,14 @@ def test_each_node_measures_its_share_into_the_bucket_and_it_loads_everywhere(
     assert (rows.groupby("run_id")["node_label"].nunique() == 1).all()  # a file per node
 
     # `imgbench results list` on the bucket: one line per node's run, with its label
-    listed = subprocess.run(
-        [IMGBENCH, "results", "list", bucket],
-        env={**os.environ, **env, "COLUMNS": "250"},
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert listed.returncode == 0, listed.stderr
+    from typer.testing import CliRunner
+
+    from imgbench.cli import app
+
+    listed = CliRunner(env={"COLUMNS": "250"}).invoke(app, ["results", "list", bucket])
+    assert listed.exit_code == 0, listed.output
     for label in LABELS:
-        assert f"· {label}" in listed.stdout, listed.stdout
+        assert f"· {label}" in listed.output, listed.output
 
     # the dashboard's loader and the app itself on the bucket
     from dashboard.data import load, results_dir
@@ -161,9 +159,15 @@ def test_a_node_killed_mid_run_fails_its_own_cases_not_the_run(
     assert reasons.str.contains("died during the run").all(), reasons.tolist()
     assert w2["run_id"].nunique() == 1  # the failed rows join the node's own file
     assert "died during the run" in out
-    # nothing of the dead node's share keeps running
+    # nothing of the dead node's share keeps running; only the dead node's folder is left (its
+    # worker was killed), and the next share on this machine removes it
     time.sleep(1)
     assert left_sessions(str(tmp_path)) == [] and left_sessions("--benchmark-save=die") == []
+    from imgbench.cluster import SHARE_PREFIX, remove_dead_shares
+
+    assert len(list(ray_cluster.tmp.glob(SHARE_PREFIX + "*"))) == 1
+    remove_dead_shares(ray_cluster.tmp)
+    assert list(ray_cluster.tmp.glob(SHARE_PREFIX + "*")) == []
 
 
 def _rows(results: Path) -> pd.DataFrame:
