@@ -93,8 +93,8 @@ def main() -> None:
             sha = _commit_knob(repo, f"{args.case}={fraction}")
             heads.append((f"A/B +{fraction:.0%}", sha))
         print(f"{'trial':<14} {'exit':>4} {'injected':>9} {'others max':>10} {'minutes':>7}")
-        for label, head in heads:
-            for trial in range(args.trials):
+        for trial in range(args.trials):  # A/A' and A/B alternate: a slow hour lands on both
+            for label, head in heads:
                 work = Path(tmp) / f"work-{label.replace('/', '').replace(' ', '')}-{trial}"
                 code, report, seconds = _ci(repo, base_sha, head, args.profile, work)
                 ratios = _ratios(report)

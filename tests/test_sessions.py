@@ -43,7 +43,7 @@ def test_secondary_sessions_thin_the_loader_plan() -> None:
     default = get_profile("default")
     main = loader_cases(default)
     extra = loader_cases(default.on_extra_dataset())
-    assert {c.library for c in extra} >= {"torch-dataloader", "ray-data", "tf-data", "threadpool"}
+    assert {c.library for c in extra} >= {"torch-dataloader", "tf-data", "threadpool"}
     assert "cow-experiment" not in {c.library for c in extra}
     assert 15 < len(extra) < len(main)
 

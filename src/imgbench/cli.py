@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import importlib
 import os
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -111,7 +110,12 @@ def run(
 ) -> None:
     """Run the matrix through pytest-benchmark: one session (and parquet file) per env and dataset."""
     from imgbench.results.location import ResultsLocationError, results_location
-    from imgbench.sessions import combined_exit_code, plan_sessions, python_for_environment
+    from imgbench.sessions import (
+        combined_exit_code,
+        plan_sessions,
+        python_for_environment,
+        run_session,
+    )
 
     try:
         chosen = get_profile(profile)
@@ -160,7 +164,7 @@ def run(
             raise fail(str(exc)) from None
         args = session.args(python, chosen, results, keyword) + (pytest_args or [])
         console.print(f"[dim]$ {' '.join(args)}[/]", highlight=False)
-        codes.append(subprocess.call(args, env=session.process_env(child_env)))
+        codes.append(run_session(args, session.process_env(child_env)))
         if codes[-1] not in (0, 1, 5):
             break  # interrupted or a usage error: stop here
     try:

@@ -93,13 +93,27 @@ def _plan_class(stage: str) -> type[StagePlan]:
     return get_stage(stage).plan
 
 
+# the transforms of make bench's matrix: geometry, colour, blur, the tensor steps, JPEG artefacts
+DEFAULT_TRANSFORMS = (
+    "hflip",
+    "rotate",
+    "affine",
+    "resize",
+    "random_resized_crop",
+    "contrast",
+    "color_jitter",
+    "gaussian_blur",
+    "normalize",
+    "jpeg",
+)
+
 _DEFAULT = Profile(
     name="default",
     description="make bench: the default matrix, under 20 minutes on 2 cores",
     dataset="synthetic-imagenet-like",
     rounds=10,
     warmup_rounds=2,
-    max_images=64,
+    max_images=32,
     thread_modes=(1, None),
     environments=("pillow-simd", "tensorflow"),
     extra_datasets=("real-sample",),
@@ -112,11 +126,26 @@ _DEFAULT = Profile(
             "cow_workers": [],
         }
     },
+    # what keeps make bench under 25 minutes on 2 cores (docs/measuring.md has the per-stage
+    # times): JPEG read every way, PNG and WebP from memory; the transforms people use most;
+    # format reads of stored bytes (decoding them is the readers' figure); the DataLoader's
+    # worker sweep without the start-method and knob variants. `full` has the rest.
     plans={
-        "read": ReadPlan(),
-        "augment": AugmentPlan(),
-        "format": FormatPlan(),
-        "loader": LoaderPlan(),
+        "read": ReadPlan(
+            codecs=("jpeg", "png", "webp"), disk_codecs=("jpeg",), memory_threads=(1,)
+        ),
+        "augment": AugmentPlan(
+            transforms=DEFAULT_TRANSFORMS,
+            pipelines=("train-classification",),
+        ),
+        "format": FormatPlan(payloads=("bytes",)),
+        "loader": LoaderPlan(
+            start_methods=(),
+            knobs=False,
+            au_accelerators=(100,),
+            extra_pipelines=("torchvision", "lmdb"),
+            cow_workers=(0, 2),
+        ),
     },
     # the allocator's effect where it was measured to matter: decoders that allocate through
     # malloc (Pillow) or numpy, augmentation pipelines, and the DataLoader's workers

@@ -9,6 +9,8 @@ Each session writes its own parquet file; they share the run name.
 
 from __future__ import annotations
 
+import signal
+import subprocess
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -153,3 +155,20 @@ def python_for_environment(
         return str(python_for(environment))
     except EnvError as exc:
         raise RuntimeError(str(exc)) from None
+
+
+def run_session(args: list[str], env: dict[str, str]) -> int:
+    """Run one session and return its exit code; a SIGTERM or SIGHUP sent to `imgbench run` is
+    passed on to it (Ctrl-C reaches it anyway, in the terminal's foreground group), so stopping
+    a run stops its session, whose worker server then ends with it (harness/worker.py)."""
+    proc = subprocess.Popen(args, env=env)
+
+    def forward(signum: int, _frame: object) -> None:
+        proc.send_signal(signum)
+
+    previous = {sig: signal.signal(sig, forward) for sig in (signal.SIGTERM, signal.SIGHUP)}
+    try:
+        return proc.wait()
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)

@@ -29,15 +29,18 @@ def test_quick_is_small() -> None:
     assert all(p["threads"] == 1 and "batch_size" not in p for p in params)
 
 
-def test_default_has_every_transform_and_pipeline_per_library() -> None:
+def test_default_has_its_transforms_and_pipeline_per_library() -> None:
+    from imgbench.profiles import DEFAULT_TRANSFORMS
+
     params = _params("default")
-    for row in spec.ROWS:
+    assert {p["transform"] for p in params if "transform" in p} == set(DEFAULT_TRANSFORMS)
+    for row in (r for r in spec.ROWS if r.transform in DEFAULT_TRANSFORMS):
         assert any(
             p.get("transform") == row.transform and p["key"].startswith(row.library + "/")
             for p in params
         ), row
     pipelines = {(p["key"], p["pipeline"]) for p in params if "pipeline" in p}
-    assert len(pipelines) == 6 * 3
+    assert len(pipelines) == 6 * 1
     batches = {(p["key"], p["batch_size"]) for p in params if "batch_size" in p}
     assert batches == {("kornia/tensor", 32), ("torchvision/v2-tensor", 32)}
     assert any(p.get("pipeline") and p["threads"] is None for p in params)
@@ -48,6 +51,12 @@ def test_default_has_every_transform_and_pipeline_per_library() -> None:
 def test_full_adds_batch_128_and_default_threads_for_transforms() -> None:
     params = _params("full")
     assert {p["batch_size"] for p in params if "batch_size" in p} == {32, 128}
+    for row in spec.ROWS:  # every transform of the parameter table, in every library
+        assert any(
+            p.get("transform") == row.transform and p["key"].startswith(row.library + "/")
+            for p in params
+        ), row
+    assert len({(p["key"], p["pipeline"]) for p in params if "pipeline" in p}) == 6 * 4
     assert any(p.get("transform") and p["threads"] is None for p in params)
     assert not any(
         p.get("transform") and p["threads"] is None and p["key"] == "pillow/pil" for p in params

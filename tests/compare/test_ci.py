@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -139,3 +140,55 @@ def test_ci_unknown_revision_exits_2(repo: Path) -> None:
     )
     assert result.exit_code == 2
     assert "unknown revision 'no-such-branch'" in result.output
+
+
+def test_counted_sides_run_at_the_same_time(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each side waits for the other's marker: run one after the other, the first gives up."""
+    from imgbench.compare import ci
+
+    script = (
+        "import pathlib, sys, time\n"
+        "me, other = pathlib.Path(sys.argv[1]), pathlib.Path(sys.argv[2])\n"
+        "me.touch()\n"
+        "end = time.monotonic() + float(sys.argv[3])\n"
+        "while not other.exists():\n"
+        "    if time.monotonic() > end: sys.exit(3)\n"
+        "    time.sleep(0.01)\n"
+    )
+
+    def waits(patience_s: float):  # type: ignore[no-untyped-def]
+        def command(plan, tree, results, storage, counted=False):  # type: ignore[no-untyped-def]
+            other = marks / ("head" if tree.name == "base" else "base")
+            return [
+                sys.executable,
+                "-c",
+                script,
+                str(marks / tree.name),
+                str(other),
+                str(patience_s),
+            ]
+
+        return command
+
+    monkeypatch.setattr(ci.os, "cpu_count", lambda: 2)
+    trees = {name: tmp_path / name for name in ("base", "head")}
+    marks = tmp_path / "marks"
+    for folder in (*trees.values(), marks):
+        folder.mkdir()
+    results = {name: tmp_path / f"results-{name}" for name in ("base", "head")}
+
+    monkeypatch.setattr(ci, "_bench_command", waits(60.0))
+    log = ci._run_counted_sides(
+        ci.CIPlan(repo=tmp_path, base="a", head="b"), trees, results, tmp_path
+    )
+    assert [line.split(":")[0] for line in log] == ["base", "head"]
+    assert all(line.endswith("exit 0") for line in log)
+
+    for name in trees:
+        (marks / name).unlink()
+    monkeypatch.setattr(ci, "_bench_command", waits(1.0))
+    one_by_one = ci.CIPlan(repo=tmp_path, base="a", head="b", parallel_counts=False)
+    with pytest.raises(ci.CIError, match="base: pytest exited 3"):
+        ci._run_counted_sides(one_by_one, trees, results, tmp_path)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from imgbench.formats.cases import format_cases
 from imgbench.formats.registry import FORMATS, UNAVAILABLE
 from imgbench.harness.scratch import choose_scratch_parent
@@ -27,17 +29,23 @@ def test_quick_is_thin() -> None:
     assert {p["payload"] for p in reads} == {"bytes"}
 
 
-def test_default_has_every_format_and_the_full_read_matrix() -> None:
-    cases = format_cases(get_profile("default"))
+@pytest.mark.parametrize("profile", ["default", "full"])
+def test_every_format_of_the_profile_has_the_read_matrix(profile: str) -> None:
+    """make bench reads stored bytes warm and cold, in order and shuffled; full also decodes."""
+    cases = format_cases(get_profile(profile))
     assert len({c.case_id for c in cases}) == len(cases)
     params = _params(cases)
-    assert {p["format"] for p in params} == {s.name for s in FORMATS} | {"raw-file"}
-    for spec in FORMATS:
+    chosen = [s for s in FORMATS if s.default or profile == "full"]
+    assert {p["format"] for p in params} == {s.name for s in chosen} | {"raw-file"}
+    if profile == "default":  # the two slowest to read, in full only
+        assert {s.name for s in FORMATS} - {s.name for s in chosen} == {"zarr", "torch-save"}
+    for spec in chosen:
         mine = [p for p in params if p["format"] == spec.name]
         writes = [p for p in mine if p["mode"] == "write"]
         reads = [p for p in mine if p["mode"] == "read"]
         assert len(writes) == 1
-        payloads = {"array"} if spec.stores == "array" else {"bytes", "decode"}
+        both = {"bytes", "decode"} if profile == "full" else {"bytes"}
+        payloads = {"array"} if spec.stores == "array" else both
         assert {(p["cache_state"], p["order"], p["payload"]) for p in reads} == {
             (c, o, p)
             for c in ("warm", "cold")

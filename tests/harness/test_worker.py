@@ -58,8 +58,24 @@ class Crash(BytesReader):
         raise AssertionError("unreachable")
 
 
+class Hang(BytesReader):
+    """Starts a process of its own (as a DataLoader starts workers), says so, and never ends."""
+
+    def decode(self, data: bytes) -> np.ndarray:
+        import subprocess
+        import sys
+        import time
+
+        helper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+        with open(os.environ["PROBE_LOG"], "a") as log:
+            log.write(json.dumps({"case": os.getpid(), "helper": helper.pid}) + "\\n")
+        time.sleep(600)
+        raise AssertionError("unreachable")
+
+
 PROBE = ReaderSpec(library="probe", variant="env", adapter=__name__ + ":Probe", quick=True)
 CRASH = ReaderSpec(library="crash", variant="segv", adapter=__name__ + ":Crash", quick=True)
+HANG = ReaderSpec(library="hang", variant="forever", adapter=__name__ + ":Hang", quick=True)
 '''
 
 PROFILE = """
@@ -68,7 +84,7 @@ base = "quick"
 rounds = 2
 warmup_rounds = 1
 [tool.imgbench.profiles.probe.read]
-libraries = ["probe", "crash", "pillow"]
+libraries = ["probe", "crash", "pillow", "hang"]
 codecs = ["jpeg", "png"]
 """
 
@@ -79,7 +95,8 @@ def probe_env(tmp_path: Path) -> dict[str, str]:
         tmp_path,
         "probe_imgbench",
         PROBE,
-        "[imgbench.read]\nprobe = probe_imgbench:PROBE\ncrash = probe_imgbench:CRASH\n",
+        "[imgbench.read]\nprobe = probe_imgbench:PROBE\ncrash = probe_imgbench:CRASH\n"
+        "hang = probe_imgbench:HANG\n",
     )
     (tmp_path / "pyproject.toml").write_text(PROFILE)
     return {
@@ -202,3 +219,87 @@ def test_calibration_and_run_rows_agree_between_models(tmp_path: Path, tiny_data
     assert json.loads(worker["extra_json"])["verified_images"] == 8
     for row in frames:  # both models time rounds the same way: gated, with the host recorded
         assert row["host_max_ratio"] == 1.3 and len(row["host_ratios"]) == row["rounds"]
+
+
+def _hung_case(log: Path, timeout_s: float = 120) -> dict[str, int]:
+    """The pids of the hung case's process and of the process it started, once both exist."""
+    import time
+
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if log.exists():
+            for line in log.read_text().splitlines():
+                seen = json.loads(line)
+                if "helper" in seen:
+                    return seen
+        time.sleep(0.2)
+    raise AssertionError(f"the hung case did not start within {timeout_s:g} s")
+
+
+def _gone(pids: list[int], timeout_s: float = 30) -> list[int]:
+    import psutil
+
+    _, alive = psutil.wait_procs(
+        [p for p in map(_process, pids) if p is not None], timeout=timeout_s
+    )
+    return [p.pid for p in alive]
+
+
+def _process(pid: int):  # type: ignore[no-untyped-def]
+    import psutil
+
+    try:
+        return psutil.Process(pid)
+    except psutil.NoSuchProcess:
+        return None
+
+
+@pytest.mark.parametrize("how", ["SIGTERM to imgbench run", "SIGKILL to the pytest session"])
+def test_stopping_a_run_leaves_no_server_case_or_case_process_behind(
+    tmp_path: Path, tiny_dataset: Path, probe_env: dict[str, str], how: str
+) -> None:
+    """A run stopped from outside (a CI timeout, a service manager) takes every process with it."""
+    import signal
+    import subprocess
+    import sys
+
+    import psutil
+
+    run = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "imgbench.cli",
+            "run",
+            "--profile=probe",
+            f"--dataset={tiny_dataset}",
+            f"--results={tmp_path / 'results'}",
+            "--no-envs",
+            "-k",
+            "hang and jpeg",
+        ],
+        cwd=ROOT,
+        env=probe_env,
+        stdout=(tmp_path / "run.log").open("w"),
+        stderr=subprocess.STDOUT,
+    )
+    try:
+        try:
+            hung = _hung_case(tmp_path / "probe.log")
+        except AssertionError as exc:
+            raise AssertionError(f"{exc}\n{(tmp_path / 'run.log').read_text()[-3000:]}") from None
+        tree = psutil.Process(run.pid).children(recursive=True)
+        session = next(p for p in tree if "pytest" in " ".join(p.cmdline()))
+        server = next(p for p in tree if "serve(" in " ".join(p.cmdline()))
+        assert {hung["case"], hung["helper"]} <= {p.pid for p in tree}
+        if how.startswith("SIGTERM"):
+            run.send_signal(signal.SIGTERM)
+        else:
+            session.kill()
+        left = _gone([session.pid, server.pid, hung["case"], hung["helper"]])
+        assert left == [], f"{how}: still running: {left}"
+        if how.startswith("SIGTERM"):
+            assert run.wait(timeout=30) != 0  # stopped, not a success
+    finally:
+        run.kill()
+        run.wait()

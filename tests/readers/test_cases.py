@@ -38,8 +38,10 @@ def test_default_covers_modes_envs_reduced_and_native() -> None:
     assert len(set(_ids(cases))) == len(cases) and len({c.case_id for c in cases}) == len(cases)
     assert not any("default" in c.case_id.replace("threads=default", "") for c in cases)
     modes = {(c.params["mode"], c.params.get("cache_state"), c.threads) for c in cases}
-    assert {("memory", None, 1), ("memory", None, None)} <= modes
-    assert {("disk", "warm", 1), ("disk", "cold", 1)} <= modes
+    assert {("memory", None, 1), ("disk", "warm", 1), ("disk", "cold", 1)} <= modes
+    # make bench reads JPEG from disk and every codec from memory, one thread
+    disk = {c.params["codec"] for c in cases if c.params["mode"] == "disk"}
+    assert disk == {"jpeg"} and {c.params["codec"] for c in cases} == {"jpeg", "png", "webp"}
     assert {c.environment for c in cases} == {"main", "pillow-simd", "tensorflow"}
     assert {c.dist for c in cases if c.environment == "pillow-simd"} == {"pillow-simd"}
     reduced = [c for c in cases if "reduce" in c.params]
@@ -49,6 +51,9 @@ def test_default_covers_modes_envs_reduced_and_native() -> None:
     assert {c.library for c in native} == {"tjbench"} and len(native) == 2
     full = reader_cases(get_profile("full"))
     assert {c.params.get("reduce") for c in full} == {None, 2, 4} and len(full) > len(cases)
+    full_modes = {(c.params["mode"], c.params.get("cache_state"), c.threads) for c in full}
+    assert ("memory", None, None) in full_modes and ("disk", "warm", None) in full_modes
+    assert {c.params["codec"] for c in full if c.params["mode"] == "disk"} >= {"png", "tiff"}
 
 
 def test_unsupported_codec_is_a_skip_reason() -> None:

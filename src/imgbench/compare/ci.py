@@ -44,6 +44,7 @@ class CIPlan:
     keyword: str | None = None
     pytest_args: list[str] = field(default_factory=list)
     measure: str = "instructions"  # instructions | wall | both
+    parallel_counts: bool = True  # count base and head at once (each on its own core)
 
     def rounds_per_repeat(self) -> int:
         total = self.rounds or get_profile(self.profile).rounds
@@ -98,22 +99,68 @@ def _bench_command(
     return cmd + plan.pytest_args
 
 
-def _run_side(
-    plan: CIPlan, name: str, tree: Path, results: Path, workdir: Path, counted: bool = False
-) -> str:
+def _side_env(tree: Path) -> dict[str, str]:
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(
         [str(tree / "src"), *filter(None, [os.environ.get("PYTHONPATH")])]
     )
     env.setdefault("NO_ALBUMENTATIONS_UPDATE", "1")
-    cmd = _bench_command(plan, tree, results, workdir / "benchmarks", counted)
-    proc = subprocess.run(cmd, cwd=tree, env=env, capture_output=True, text=True)
+    return env
+
+
+def _start_side(
+    plan: CIPlan, name: str, tree: Path, results: Path, workdir: Path, counted: bool = False
+) -> tuple[str, list[str], subprocess.Popen[str]]:
+    # each side keeps its own pytest-benchmark storage: two sides may run at once
+    # and its output goes to a file, not a pipe one side could fill while the other is awaited
+    cmd = _bench_command(plan, tree, results, workdir / f"benchmarks-{name}", counted)
+    with open(workdir / f"{name}.log", "a") as log:
+        proc = subprocess.Popen(
+            cmd, cwd=tree, env=_side_env(tree), stdout=log, stderr=subprocess.STDOUT, text=True
+        )
+    return name, cmd, proc
+
+
+def _finish_side(started: tuple[str, list[str], subprocess.Popen[str]], workdir: Path) -> str:
+    name, cmd, proc = started
+    proc.wait()
     if proc.returncode not in PYTEST_OK:
-        tail = (proc.stdout + proc.stderr).strip().splitlines()[-15:]
+        output = (workdir / f"{name}.log").read_text(errors="replace")
+        tail = output.strip().splitlines()[-15:]
         raise CIError(
             f"{name}: pytest exited {proc.returncode}: {' '.join(cmd)}\n" + "\n".join(tail)
         )
     return f"{name}: {' '.join(cmd)} -> exit {proc.returncode}"
+
+
+def _run_side(
+    plan: CIPlan, name: str, tree: Path, results: Path, workdir: Path, counted: bool = False
+) -> str:
+    return _finish_side(_start_side(plan, name, tree, results, workdir, counted), workdir)
+
+
+def _run_counted_sides(
+    plan: CIPlan, trees: dict[str, Path], results: dict[str, Path], workdir: Path
+) -> list[str]:
+    """Both sides under callgrind, at the same time when there is a core for each.
+
+    Instruction counts do not depend on what else the machine runs (an A/A' pair measured while
+    other jobs ran differed by at most 0.3%), and valgrind runs a process on one core at a time,
+    so two cores count base and head in about the time of one side.
+    """
+    if plan.parallel_counts and (os.cpu_count() or 1) >= 2:
+        started = [
+            _start_side(plan, name, trees[name], results[name], workdir, True)
+            for name in ("base", "head")
+        ]
+        try:
+            return [_finish_side(side, workdir) for side in started]
+        finally:
+            for _, _, proc in started:
+                if proc.poll() is None:
+                    proc.kill()
+                    proc.wait()
+    return [_run_side(plan, n, trees[n], results[n], workdir, True) for n in ("base", "head")]
 
 
 def run_ci(plan: CIPlan, workdir: Path, echo: Callable[[str], None] = print) -> CIRun:
@@ -132,9 +179,9 @@ def run_ci(plan: CIPlan, workdir: Path, echo: Callable[[str], None] = print) -> 
                 f"{name}: {plan.base if name == 'base' else plan.head} = {shas[name][:10]} in {tree}"
             )
         if plan.measure in ("instructions", "both"):
-            for name in ("base", "head"):  # deterministic: one run a side decides
-                echo(f"{name}: instruction counts under callgrind")
-                log.append(_run_side(plan, name, trees[name], results[name], workdir, True))
+            # deterministic: one run a side decides
+            echo("base and head: instruction counts under callgrind")
+            log += _run_counted_sides(plan, trees, results, workdir)
         for i in range(plan.repeats if plan.measure in ("wall", "both") else 0):
             order = ("base", "head") if i % 2 == 0 else ("head", "base")
             for name in order:

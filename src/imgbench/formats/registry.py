@@ -101,6 +101,7 @@ FORMATS: tuple[FormatSpec, ...] = (
         module=_M + "zarr",
         requires=("zarr",),
         dist="zarr",
+        default=False,  # 4.5 s a case (its shard index): in `full`, or by name
     ),
     FormatSpec(
         name="sqlite",
@@ -117,6 +118,7 @@ FORMATS: tuple[FormatSpec, ...] = (
         module=_M + "torch_save",
         requires=("torch",),
         dist="torch",
+        default=False,  # 7 s a case (whole shards unpickled): in `full`, or by name
     ),
     FormatSpec(
         name="litdata",

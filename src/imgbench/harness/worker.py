@@ -16,6 +16,7 @@ scratch folder, built by the first worker that needs it.
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import os
 import pickle
 import select
@@ -140,6 +141,9 @@ def run_job(job: WorkerJob) -> WorkerOutcome:
 def _child(job: WorkerJob) -> None:
     """The forked child: run the job, write the outcome, and leave without running atexit."""
     code = 0
+    # the server's SIGTERM handler ends the whole group; a case's own processes (DataLoader
+    # workers, which torch may terminate) must not inherit it
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
     try:
         os.dup2(
             2, 1
@@ -170,10 +174,33 @@ def _write_message(stream: IO[bytes], value: Any) -> None:
     stream.flush()
 
 
+PR_SET_PDEATHSIG = 1  # prctl(2)
+RUNNER_PID_ENV = "IMGBENCH_RUNNER_PID"  # the server's parent, to notice one that died early
+
+
+def _end_group(*_: object) -> None:
+    os.killpg(os.getpgrp(), signal.SIGKILL)
+
+
+def _die_with_runner() -> None:
+    """A runner killed without stopping its server (SIGKILL, or SIGTERM to pytest, whose default
+    is to die at once) must not leave the server, or the case it is running, behind: the kernel
+    sends the server SIGTERM when the runner dies, and the server then ends its process group
+    (its own session: the case's fork and every process the case started)."""
+    signal.signal(signal.SIGTERM, _end_group)
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+    runner = os.environ.get(RUNNER_PID_ENV)
+    if runner and os.getppid() != int(runner):  # it died before the line above
+        _end_group()
+
+
 def serve(dataset: str | None = None, preload: tuple[str, ...] = ()) -> None:
     """The server: import the preloads and load the dataset once, then fork a child per job
     until stdin closes."""
     import importlib
+
+    _die_with_runner()
 
     for module in preload_modules(preload):
         with contextlib.suppress(Exception):  # a missing library's cases skip with the reason
@@ -219,6 +246,7 @@ class WorkerServer:
         if self._process is None or self._process.poll() is not None:
             env = environment_for(dict(os.environ), self.allocator)
             env["PYTHONHASHSEED"] = HASH_SEED
+            env[RUNNER_PID_ENV] = str(os.getpid())
             prefix: list[str] = []
             if self.callgrind_dir is not None:
                 from imgbench.harness.instructions import valgrind_command

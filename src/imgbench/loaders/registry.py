@@ -116,6 +116,7 @@ LOADERS: tuple[LoaderSpec, ...] = (
         dist="ray",
         processes=True,
         note="ray.data on a local cluster (num_cpus = cores); the row that scales past one machine",
+        default=False,  # ray.init and its batches take a minute a case: in `full`, or by name
         round_batches_per_worker=8,  # it delivers 4-8 batches at once, then waits
     ),
     LoaderSpec(

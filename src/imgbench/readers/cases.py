@@ -31,9 +31,11 @@ DISK_COLD = ("disk", "cold")
 Variant = tuple[int | None, tuple[str, str | None], int | None]  # reduce, (mode, cache), threads
 
 
-def _variants(spec: ReaderSpec, plan: ReadPlan, profile: Profile) -> list[Variant]:
+def _variants(spec: ReaderSpec, plan: ReadPlan, profile: Profile, codec: str) -> list[Variant]:
     memory = profile.thread_modes if plan.memory_threads is None else plan.memory_threads
     disk = profile.thread_modes if plan.disk_threads is None else plan.disk_threads
+    if plan.disk_codecs is not None and codec not in plan.disk_codecs:
+        disk = ()
     if spec.output != "full":  # reduced and resize variants: decode work only, from memory
         return [(r, MEMORY, t) for r in plan.reduces for t in memory]
     return [(None, MEMORY, t) for t in memory] + [
@@ -47,7 +49,7 @@ def reader_cases(profile: Profile) -> list[Case]:
     cases: list[Case] = []
     for codec in plan.codecs:  # codec outermost: cases of one codec share reference decodes
         for spec in specs:
-            for reduce, (mode, cache_state), threads in _variants(spec, plan, profile):
+            for reduce, (mode, cache_state), threads in _variants(spec, plan, profile, codec):
                 params: dict[str, Any] = {"codec": codec, "mode": mode, "threads": threads}
                 if cache_state is not None:  # memory mode has none (the row's cache_state null)
                     params["cache_state"] = cache_state

@@ -19,5 +19,6 @@ class ReadPlan(StagePlan):
     codecs: tuple[str, ...] = CODECS
     memory_threads: tuple[int | None, ...] | None = None  # decode from bytes in memory
     disk_threads: tuple[int | None, ...] | None = (1,)  # warm and cold disk; () = no disk modes
+    disk_codecs: tuple[str, ...] | None = None  # codecs also read from disk; None = every codec
     reduces: tuple[int, ...] = (4,)  # factors of the reduced and resize variants; () = none
     native: bool = True  # tjbench's native ceiling rows
