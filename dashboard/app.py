@@ -15,7 +15,7 @@ if _REPO not in sys.path:  # `import dashboard.*` whether started by streamlit o
 
 import streamlit as st  # noqa: E402
 
-from dashboard.data import cached_results, results_dir  # noqa: E402
+from dashboard.data import cached_results, exists, results_dir  # noqa: E402
 from dashboard.state import BENCH_HINT, View, apply_filters, publish, sidebar_filters  # noqa: E402
 from imgbench.stages import STAGES  # noqa: E402
 
@@ -39,8 +39,10 @@ def main() -> None:
     if results.skipped:
         names = "\n".join(f"- `{name}`: {reason}" for name, reason in results.skipped)
         st.warning(f"Skipped {len(results.skipped)} unreadable results file(s):\n{names}")
-    if results.empty:
-        where = "does not exist" if not folder.is_dir() else "has no readable results"
+    if results.error:
+        st.error(results.error)
+    elif results.empty:
+        where = "does not exist" if not exists(folder) else "has no readable results"
         st.info(
             f"`{folder}` {where} yet: {BENCH_HINT} to measure this machine, then reload. "
             "`imgbench dashboard --results DIR` opens another folder."

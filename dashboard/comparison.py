@@ -95,7 +95,11 @@ def metric_rows(result: ComparisonResult, metric: str) -> pd.DataFrame:
 
 
 def cli_command(
-    baseline_run: str, candidate_run: str, results: Path, config: RegressionConfig, cross: bool
+    baseline_run: str,
+    candidate_run: str,
+    results: Path | str,
+    config: RegressionConfig,
+    cross: bool,
 ) -> str:
     """The command line that gives the same verdicts on the same (unfiltered) rows."""
     words = ["imgbench", "compare", baseline_run, candidate_run, "--results", str(results)]

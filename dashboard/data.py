@@ -1,7 +1,9 @@
-"""The results the dashboard shows: which folder, read once per change of its files, cached.
+"""The results the dashboard shows: which folder (or ``s3://`` prefix), read once per change of
+its files, cached.
 
 Reading goes through ``imgbench.results.store.load_results`` (schema migration, unreadable files
-skipped and reported); this module only adds the labels the filters and charts need.
+skipped and reported) and ``imgbench.results.location`` (folders and buckets); this module only
+adds the labels the filters and charts need.
 """
 
 from __future__ import annotations
@@ -20,63 +22,81 @@ import pandas as pd
 import streamlit as st
 
 from imgbench.paths import repo_root
+from imgbench.results.location import ResultsLocationError, is_remote, results_location
 from imgbench.results.schema import COLUMNS, SCHEMA, json_object
 from imgbench.results.store import load_results, migrate
 
 RESULTS_ENV = "IMGBENCH_RESULTS"
 Signature = tuple[tuple[str, int, int], ...]
+Where = Path | str  # a folder, or an s3://BUCKET/PREFIX (kept as text)
 
 
 @dataclass
 class Results:
     """Every row of the folder, with the files read and the files skipped (name, reason)."""
 
-    folder: Path
+    folder: Where
     frame: pd.DataFrame
     files: list[str] = field(default_factory=list)
     skipped: list[tuple[str, str]] = field(default_factory=list)
     options: dict[str, list[str]] = field(default_factory=dict)  # filter choices, computed once
     signature: Signature = ()  # the files' (name, mtime, size) this was read from
+    error: str | None = None  # the location cannot be read (S3: unreachable, keys, bucket)
 
     @property
     def empty(self) -> bool:
         return self.frame.empty
 
 
-def results_dir(argv: list[str] | None = None) -> Path:
-    """``-- --results DIR`` on the streamlit command line, else $IMGBENCH_RESULTS, else results/."""
+def _where(text: str) -> Where:
+    return text if is_remote(text) else Path(text).expanduser().resolve()
+
+
+def results_dir(argv: list[str] | None = None) -> Where:
+    """``-- --results DIR`` on the streamlit command line, else $IMGBENCH_RESULTS, else results/.
+    A folder, or an ``s3://BUCKET/PREFIX`` (endpoint and keys from the AWS_* variables)."""
     parser = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
-    parser.add_argument("--results", type=Path)
+    parser.add_argument("--results")
     known, _ = parser.parse_known_args(sys.argv[1:] if argv is None else argv)
     if known.results is not None:
-        return known.results.expanduser().resolve()
+        return _where(known.results)
     if os.environ.get(RESULTS_ENV):
-        return Path(os.environ[RESULTS_ENV]).expanduser().resolve()
+        return _where(os.environ[RESULTS_ENV])
     root = repo_root()
     return (root / "results") if root else Path("results").resolve()
 
 
-def signature(folder: Path) -> Signature:
-    """(name, mtime, size) of every results file: a new or rewritten file changes the cache key."""
-    if not folder.is_dir():
+def exists(folder: Where) -> bool:
+    return is_remote(folder) or Path(folder).is_dir()
+
+
+def signature(folder: Where) -> Signature:
+    """(name, mtime, size) of every results file: a new or rewritten file changes the cache key.
+    A bucket that cannot be listed has the signature of its error, so the page says why."""
+    if not exists(folder):
         return ()
-    entries = []
-    for path in sorted(folder.glob("*.parquet")):
-        if path.name.startswith("."):
-            continue
-        stat = path.stat()
-        entries.append((path.name, stat.st_mtime_ns, stat.st_size))
-    return tuple(entries)
+    try:
+        entries = results_location(folder).files()
+    except ResultsLocationError as exc:
+        return ((f"error: {exc}", 0, 0),)
+    return tuple((e.name, e.mtime_ns, e.size) for e in entries)
 
 
-def load(folder: Path) -> Results:
+def _empty(folder: Where, error: str | None = None) -> Results:
+    empty = label(migrate(SCHEMA.empty_table()))
+    return Results(folder=folder, frame=empty, options=filter_options(empty), error=error)
+
+
+def load(folder: Where) -> Results:
     """Read and label every row of ``folder`` (uncached; see ``cached_results``)."""
-    if not folder.is_dir():
-        empty = label(migrate(SCHEMA.empty_table()))
-        return Results(folder=folder, frame=empty, options=filter_options(empty))
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # load_results warns per skipped file; we show them
-        loaded = load_results(folder)
+    if not exists(folder):
+        return _empty(folder)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # load_results warns per skipped file; we show them
+            loaded = load_results(folder)
+    except ResultsLocationError as exc:
+        return _empty(folder, str(exc))
     frame = label(loaded.frame)
     return Results(
         folder=folder,
@@ -91,12 +111,12 @@ def load(folder: Path) -> Results:
 # with raw samples costs about 1 s per rerun. Pages treat the frame as read-only.
 @st.cache_resource(show_spinner="Reading results…", max_entries=2)
 def _cached(folder: str, files: Signature) -> Results:
-    results = load(Path(folder))
+    results = load(_where(folder))
     results.signature = files
     return results
 
 
-def cached_results(folder: Path) -> Results:
+def cached_results(folder: Where) -> Results:
     """The folder's results, re-read only when a file was added, removed or rewritten."""
     return _cached(str(folder), signature(folder))
 
@@ -106,6 +126,10 @@ def label(frame: pd.DataFrame) -> pd.DataFrame:
     ``load_results``; copying 200k rows with raw samples would cost more than the rest)."""
     frame["threads_label"] = _threads_label(frame["threads"])
     machine = frame["hostname"].fillna("?").astype(str) + " · "
+    # a node label (several Ray nodes on one host share its hardware) names which node measured
+    if frame["node_label"].notna().any():
+        node = frame["node_label"].fillna("").astype(str)
+        machine = machine + node.where(node == "", node + " · ")
     frame["machine_label"] = machine + frame["machine_id"].fillna("?").astype(str).str[:8]
     run_ids = frame["run_id"].fillna("?").astype(str)
     created = pd.to_datetime(frame["created_utc"], utc=True)

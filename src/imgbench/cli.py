@@ -74,7 +74,9 @@ def run(
         str | None, typer.Option("-k", help="pytest -k expression to select cases")
     ] = None,
     name: Annotated[str | None, typer.Option(help="--benchmark-save NAME")] = None,
-    results: Annotated[Path, typer.Option(help="folder for the parquet files")] = Path("results"),
+    results: Annotated[
+        str, typer.Option(help="folder for the parquet files, or s3://BUCKET/PREFIX")
+    ] = "results",
     benches: Annotated[Path | None, typer.Option(help="folder of bench files")] = None,
     env_name: Annotated[
         str | None,
@@ -94,12 +96,26 @@ def run(
             "valgrind's callgrind (deterministic; the regression gate's measure)"
         ),
     ] = "wall",
+    ray_address: Annotated[
+        str | None,
+        typer.Option(
+            "--ray",
+            help="spread the cases over the nodes of this Ray cluster (HOST:PORT, auto, "
+            "ray://HOST:PORT); each row carries its node's machine and label",
+        ),
+    ] = None,
     pytest_args: Annotated[
         list[str] | None, typer.Argument(help="more pytest arguments, after --")
     ] = None,
 ) -> None:
     """Run the matrix through pytest-benchmark: one session (and parquet file) per env and dataset."""
-    from imgbench.sessions import combined_exit_code, plan_sessions, run_session
+    from imgbench.results.location import ResultsLocationError, results_location
+    from imgbench.sessions import (
+        combined_exit_code,
+        plan_sessions,
+        python_for_environment,
+        run_session,
+    )
 
     try:
         chosen = get_profile(profile)
@@ -116,16 +132,34 @@ def run(
             raise fail(str(exc)) from None
     if measure not in ("wall", "instructions"):
         raise fail(f"--measure must be wall or instructions, not {measure!r}")
+    try:
+        location = results_location(results)
+        location.check()
+    except ResultsLocationError as exc:
+        raise fail(str(exc)) from None
     sessions = plan_sessions(
         chosen, benches, name or profile, dataset, env_name, with_envs, measure=measure
     )
     started = time.time()
     group = f"{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime(started))}-{name or profile}"
+    if ray_address is not None:
+        _run_on_ray(
+            ray_address,
+            sessions,
+            chosen,
+            keyword,
+            pytest_args or [],
+            location,
+            group,
+            create_envs=env_name is None,
+        )
     child_env = {**os.environ, "IMGBENCH_RUN_GROUP": group}
     codes = []
     for session in sessions:
         try:
-            python = _python_for(session.environment, create=env_name is None)
+            python = python_for_environment(
+                session.environment, create=env_name is None, say=console.print
+            )
         except RuntimeError as exc:
             raise fail(str(exc)) from None
         args = session.args(python, chosen, results, keyword) + (pytest_args or [])
@@ -133,40 +167,75 @@ def run(
         codes.append(run_session(args, session.process_env(child_env)))
         if codes[-1] not in (0, 1, 5):
             break  # interrupted or a usage error: stop here
-    written = sorted(p for p in results.glob("*.parquet") if p.stat().st_mtime >= started)
-    console.print("results:" if written else "no results written", highlight=False)
-    for path in written:
-        console.print(f"  {path}", highlight=False)
+    try:
+        written = [
+            location.path_of(f.name) for f in location.files() if f.mtime_ns >= started * 1e9 - 2e9
+        ]
+    except ResultsLocationError as exc:
+        raise fail(str(exc)) from None
+    _print_written(written)
     raise typer.Exit(combined_exit_code(codes))
 
 
-def _python_for(environment: str, *, create: bool) -> str:
-    """The interpreter of an environment; isolated ones are built on first use when ``create``."""
-    if environment == "main":
-        return sys.executable
-    from imgbench.envs import EnvError, create_env, python_for
+def _print_written(written: list[Any]) -> None:
+    console.print("results:" if written else "no results written", highlight=False)
+    for path in written:
+        console.print(f"  {path}", highlight=False, soft_wrap=True)
+
+
+def _run_on_ray(
+    address: str,
+    sessions: list[Any],
+    profile: Any,
+    keyword: str | None,
+    pytest_args: list[str],
+    location: Any,
+    group: str,
+    *,
+    create_envs: bool,
+) -> None:
+    """`imgbench run --ray`: the sessions over the cluster's nodes (imgbench.cluster)."""
+    from imgbench.cluster import ClusterError, run_on_ray
+    from imgbench.results.location import ResultsLocationError
+    from imgbench.sessions import combined_exit_code
 
     try:
-        return str(python_for(environment))
-    except EnvError as exc:
-        if not create:
-            raise RuntimeError(str(exc)) from None
-    console.print(f"building the {environment} environment (a few minutes, once)", highlight=False)
+        codes, written = run_on_ray(
+            address,
+            sessions,
+            profile,
+            keyword,
+            pytest_args,
+            location,
+            group,
+            create_envs,
+            say=lambda line: console.print(line, highlight=False, soft_wrap=True),
+        )
+    except (ClusterError, ResultsLocationError) as exc:
+        raise fail(str(exc)) from None
+    _print_written([location.path_of(name) for name in dict.fromkeys(written)])
+    raise typer.Exit(combined_exit_code(codes))
+
+
+def _load(source: str) -> Any:
+    """load_results for a command: an unreachable location is one error line, exit 2."""
+    from imgbench.results.location import ResultsLocationError
+    from imgbench.results.store import load_results
+
     try:
-        create_env(environment)
-        return str(python_for(environment))
-    except EnvError as exc:
-        raise RuntimeError(str(exc)) from None
+        return load_results(source)
+    except ResultsLocationError as exc:
+        raise fail(str(exc)) from None
 
 
 @results_app.command("list")
 def results_list(
-    results: Annotated[Path, typer.Argument(help="folder or files")] = Path("results"),
+    results: Annotated[str, typer.Argument(help="folder, file or s3://BUCKET/PREFIX")] = "results",
 ) -> None:
-    """One line per run found in the results folder."""
-    from imgbench.results.store import load_results, run_summary
+    """One line per run found in the results folder (or bucket prefix)."""
+    from imgbench.results.store import run_summary
 
-    loaded = load_results(results)
+    loaded = _load(results)
     for path, reason in loaded.skipped:
         err.print(f"[yellow]skipped {path}: {reason}[/]", highlight=False)
     summary = run_summary(loaded.frame)
@@ -176,9 +245,12 @@ def results_list(
     table = Table("created (UTC)", "host", "dataset", "ok", "skipped", "failed")
     table.add_column("run_id", no_wrap=True)
     for row in summary.itertuples():
+        host = str(row.hostname)
+        if isinstance(row.node_label, str) and row.node_label and row.node_label != host:
+            host = f"{host} · {row.node_label}"
         table.add_row(
             f"{row.created_utc:%Y-%m-%d %H:%M}",
-            str(row.hostname),
+            host,
             str(row.dataset_name),
             str(row.ok),
             str(row.skipped),
@@ -191,15 +263,13 @@ def results_list(
 @results_app.command("show")
 def results_show(
     run_id: Annotated[str, typer.Argument(help="a run id (or a unique prefix), or a parquet file")],
-    results: Annotated[Path, typer.Option(help="results folder")] = Path("results"),
+    results: Annotated[str, typer.Option(help="results folder or s3://BUCKET/PREFIX")] = "results",
 ) -> None:
     """The cases of one run: throughput, spread, status."""
-    from imgbench.results.store import load_results
-
-    source = Path(run_id)
-    loaded = load_results(source if source.is_file() else results)
+    is_file = run_id.endswith(".parquet") or Path(run_id).is_file()
+    loaded = _load(run_id if is_file else results)
     frame = loaded.frame
-    if not source.is_file():
+    if not is_file:
         matches = sorted({r for r in frame["run_id"].dropna() if str(r).startswith(run_id)})
         if len(matches) != 1:
             found = "no run" if not matches else f"{len(matches)} runs"
@@ -301,17 +371,19 @@ def env(ctx: typer.Context) -> None:
 
 @app.command()
 def dashboard(
-    results: Annotated[Path, typer.Option(help="results folder")] = Path("results"),
+    results: Annotated[str, typer.Option(help="results folder, or s3://BUCKET/PREFIX")] = "results",
     port: Annotated[int, typer.Option(help="port on 127.0.0.1")] = 8501,
 ) -> None:
-    """Open the Streamlit dashboard on the results folder."""
+    """Open the Streamlit dashboard on the results folder (or bucket prefix)."""
     from imgbench.paths import repo_root
+    from imgbench.results.location import is_remote
 
     root = repo_root()
     app_file = root / "dashboard" / "app.py" if root else None
     if app_file is None or not app_file.is_file():
         raise fail("the dashboard is not built yet (issue: Streamlit dashboard)", code=1)
-    env_vars = {**os.environ, "IMGBENCH_RESULTS": str(results.resolve())}
+    where = results if is_remote(results) else str(Path(results).resolve())
+    env_vars = {**os.environ, "IMGBENCH_RESULTS": where}
     cmd = [
         sys.executable,
         "-m",

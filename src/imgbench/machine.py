@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import os
 import platform
 import socket
 from dataclasses import asdict, dataclass, replace
@@ -24,6 +25,11 @@ class MachineInfo:
     os: str
     arch: str
     python_version: str
+    # Not part of machine_id: several Ray nodes on one host share hardware, and a label names
+    # which of them measured. Set by the environment of the process (`imgbench run --ray` sets
+    # both on each node; IMGBENCH_MACHINE_LABEL by hand labels a plain run).
+    node_label: str | None = None
+    ray_node_id: str | None = None
 
     def as_row(self) -> dict[str, object]:
         return asdict(self)
@@ -36,6 +42,10 @@ def _cpu_model() -> str:
             if line.lower().startswith(("model name", "hardware", "cpu model")):
                 return line.split(":", 1)[1].strip()
     return platform.processor() or platform.machine()
+
+
+MACHINE_LABEL_ENV = "IMGBENCH_MACHINE_LABEL"  # the node_label column
+RAY_NODE_ENV = "IMGBENCH_RAY_NODE_ID"  # the ray_node_id column
 
 
 @functools.cache
@@ -51,6 +61,8 @@ def machine_info() -> MachineInfo:
         os=platform.platform(),
         arch=platform.machine(),
         python_version=platform.python_version(),
+        node_label=os.environ.get(MACHINE_LABEL_ENV) or None,
+        ray_node_id=os.environ.get(RAY_NODE_ENV) or None,
     )
     identity = "|".join(
         str(getattr(facts, k))

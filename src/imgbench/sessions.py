@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import signal
 import subprocess
+import sys
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -47,7 +49,9 @@ class Session:
     def bench_target(self) -> Path:
         return self.bench_targets[0]
 
-    def args(self, python: str, profile: Profile, results: Path, keyword: str | None) -> list[str]:
+    def args(
+        self, python: str, profile: Profile, results: Path | str, keyword: str | None
+    ) -> list[str]:
         args = [
             python,
             "-m",
@@ -129,6 +133,28 @@ def combined_exit_code(codes: list[int]) -> int:
     if serious:
         return serious[0]
     return 1 if 1 in codes else 0
+
+
+def python_for_environment(
+    environment: str, *, create: bool, say: Callable[[str], object] = print
+) -> str:
+    """The interpreter of an environment; isolated ones are built on first use when ``create``.
+    Raises RuntimeError naming the environment when there is none."""
+    if environment == "main":
+        return sys.executable
+    from imgbench.envs import EnvError, create_env, python_for
+
+    try:
+        return str(python_for(environment))
+    except EnvError as exc:
+        if not create:
+            raise RuntimeError(str(exc)) from None
+    say(f"building the {environment} environment (a few minutes, once)")
+    try:
+        create_env(environment)
+        return str(python_for(environment))
+    except EnvError as exc:
+        raise RuntimeError(str(exc)) from None
 
 
 def run_session(args: list[str], env: dict[str, str]) -> int:

@@ -69,7 +69,9 @@ def compare_command(
         ),
     ],
     candidate: Annotated[str, typer.Argument(help="the same kinds as BASELINE")],
-    results: Annotated[Path, typer.Option(help="results folder for run ids")] = Path("results"),
+    results: Annotated[
+        str, typer.Option(help="results folder (or s3://BUCKET/PREFIX) for run ids")
+    ] = "results",
     markdown: MarkdownOpt = None,
     json_path: JsonOpt = None,
     allow_cross_machine: Annotated[

@@ -1,5 +1,5 @@
-"""Resolve one side of a comparison: a run id (or unique prefix), a parquet file or folder, or a
-pytest-benchmark JSON file. A folder holding several runs is one side with their rounds merged
+"""Resolve one side of a comparison: a run id (or unique prefix), a parquet file or folder (or an
+``s3://BUCKET/PREFIX`` or an object in one), or a pytest-benchmark JSON file. A folder holding several runs is one side with their rounds merged
 (that is how ``imgbench ci`` pools its interleaved repeats).
 """
 
@@ -10,9 +10,10 @@ from pathlib import Path
 
 import pandas as pd
 
+from imgbench.results.location import ResultsLocationError, is_remote
 from imgbench.results.pytest_json import JSONImportError, rows_from_json
 from imgbench.results.schema import to_table
-from imgbench.results.store import load_results, migrate
+from imgbench.results.store import LoadedResults, load_results, migrate
 
 
 class SourceError(ValueError):
@@ -35,8 +36,15 @@ def _from_json(path: Path) -> pd.DataFrame:
     return migrate(to_table(rows))
 
 
-def _from_parquet(path: Path) -> pd.DataFrame:
-    loaded = load_results(path)
+def _load(source: Path | str) -> LoadedResults:
+    try:
+        return load_results(source)
+    except ResultsLocationError as exc:
+        raise SourceError(str(exc)) from None
+
+
+def _from_parquet(path: Path | str) -> pd.DataFrame:
+    loaded = _load(path)
     if loaded.skipped:
         bad, reason = loaded.skipped[0]
         raise SourceError(f"{bad}: unreadable results file ({reason})")
@@ -45,12 +53,12 @@ def _from_parquet(path: Path) -> pd.DataFrame:
     return loaded.frame
 
 
-def _from_run_id(spec: str, results_dir: Path) -> tuple[str, pd.DataFrame]:
-    if not results_dir.is_dir():
+def _from_run_id(spec: str, results_dir: Path | str) -> tuple[str, pd.DataFrame]:
+    if not is_remote(results_dir) and not Path(results_dir).is_dir():
         raise SourceError(
             f"{spec!r} is not a file, and the results folder {results_dir} is missing"
         )
-    frame = load_results(results_dir).frame
+    frame = _load(results_dir).frame
     runs = sorted({str(r) for r in frame["run_id"].dropna().unique()})
     exact = [r for r in runs if r == spec]
     matches = exact or [r for r in runs if r.startswith(spec)]
@@ -66,8 +74,10 @@ def _from_run_id(spec: str, results_dir: Path) -> tuple[str, pd.DataFrame]:
     return matches[0], frame[frame["run_id"] == matches[0]].reset_index(drop=True)
 
 
-def load_side(spec: str | Path, results_dir: Path = Path("results")) -> Side:
+def load_side(spec: str | Path, results_dir: Path | str = Path("results")) -> Side:
     """Read one side; every problem is a SourceError naming the file or run and what is wrong."""
+    if is_remote(spec):
+        return Side(label=str(spec), frame=_from_parquet(str(spec)))
     path = Path(spec)
     if path.is_dir():
         return Side(label=str(path), frame=_from_parquet(path))

@@ -33,7 +33,13 @@ from imgbench.harness.worker import WorkerJob, WorkerServer
 from imgbench.machine import dist_version
 from imgbench.paths import looks_like_path
 from imgbench.profiles import Profile, ProfileError, get_profile
-from imgbench.results.store import write_rows
+from imgbench.results.location import (
+    ObjectPath,
+    ResultsLocation,
+    ResultsLocationError,
+    results_location,
+)
+from imgbench.results.store import rows_table
 from imgbench.stages import STAGES, get_stage, stage_cases
 
 # Set by `imgbench run` so that its sessions (environments, datasets) share one group id.
@@ -50,7 +56,7 @@ COLUMNS_KEY = pytest.StashKey[dict[str, Any]]()  # row columns from the case's s
 class SessionState:
     config: pytest.Config
     profile: Profile
-    results_dir: Path
+    results: ResultsLocation  # a folder or an s3:// prefix (imgbench.results.location)
     dataset_spec: str | None
     rounds: int
     warmup_rounds: int
@@ -143,8 +149,8 @@ class SessionState:
         return f"{lost} (the case: {reason})" if lost else reason
 
     @property
-    def results_path(self) -> Path:
-        return self.results_dir / f"{self.run_id}.parquet"
+    def results_path(self) -> Path | ObjectPath:
+        return self.results.path_of(f"{self.run_id}.parquet")
 
     def context(self) -> CaseContext:
         """Load the dataset once, on the first case that needs it."""
@@ -165,7 +171,10 @@ class SessionState:
 
     def record(self, row: dict[str, Any]) -> None:
         self.rows.append(row)
-        write_rows(self.rows, self.results_path)
+        try:
+            self.results.write_table(f"{self.run_id}.parquet", rows_table(self.rows))
+        except ResultsLocationError as exc:
+            pytest.exit(f"imgbench: {exc}", returncode=3)
 
 
 STATE_KEY = pytest.StashKey[SessionState]()
@@ -248,6 +257,19 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "callgrind (deterministic; CPU-bound single-thread cases only, others are skipped)",
     )
     group.addoption("--imgbench-max-images", type=int, default=None, help="images per timed round")
+    group.addoption(
+        "--imgbench-select",
+        metavar="FILE",
+        default=None,
+        help="run only the tests whose node ids FILE lists, one a line (how `imgbench run --ray` "
+        "gives each node its share)",
+    )
+    group.addoption(
+        "--imgbench-list-cases",
+        metavar="FILE",
+        default=None,
+        help="write the collected cases (test id, case id, stage, library, ...) to FILE as JSON",
+    )
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -267,10 +289,16 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError(f"imgbench: dataset path does not exist: {spec}")
     save_name = config.getoption("benchmark_save", None)
     run_id = new_run_id(save_name)
+    try:
+        results = results_location(config.getoption("imgbench_results"))
+        if results.remote:
+            results.check()
+    except ResultsLocationError as exc:
+        raise pytest.UsageError(f"imgbench: {exc}") from None
     config.stash[STATE_KEY] = SessionState(
         config=config,
         profile=profile,
-        results_dir=Path(config.getoption("imgbench_results")),
+        results=results,
         dataset_spec=spec,
         rounds=config.getoption("imgbench_rounds") or profile.rounds,
         warmup_rounds=profile.warmup_rounds,
@@ -453,21 +481,9 @@ def build_row(
     reason: str | None,
 ) -> dict[str, Any]:
     row = row_header(state.run_id, state.run_name, os.environ.get(RUN_GROUP_ENV) or state.run_id)
+    row.update(case_listing(item, case))
     row.update(
-        stage=case.stage,
-        case_id=case.case_id,
-        test_id=item.nodeid,
-        library=case.library,
         library_version=dist_version(case.dist) if case.dist else None,
-        variant=case.variant,
-        environment=case.environment,
-        codec=case.params.get("codec"),
-        mode=case.params.get("mode"),
-        cache_state=case.params.get("cache_state"),
-        threads=case.threads,
-        workers=case.params.get("workers"),
-        batch_size=case.params.get("batch_size"),
-        params_json=json.dumps(dict(case.params), sort_keys=True, default=str),
         status=status,
         reason=reason,
         wall_s=time.perf_counter() - item.stash.get(START_KEY, time.perf_counter()),
@@ -495,18 +511,63 @@ def build_row(
     return row
 
 
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """``--imgbench-select FILE``: only the listed tests run; the others are deselected."""
+    path = config.getoption("imgbench_select", None)
+    if not path:
+        return
+    wanted = {line.strip() for line in Path(path).read_text().splitlines() if line.strip()}
+    kept = [item for item in items if item.nodeid in wanted]
+    deselected = [item for item in items if item.nodeid not in wanted]
+    if deselected:
+        config.hook.pytest_deselected(items=deselected)
+    items[:] = kept
+
+
+def _case_of(item: pytest.Item) -> Case | None:
+    callspec = getattr(item, "callspec", None)
+    case = callspec.params.get("imgbench_case") if callspec is not None else None
+    return case if isinstance(case, Case) else None
+
+
+def case_listing(item: pytest.Item, case: Case) -> dict[str, Any]:
+    """What a row says about a case before it is measured (``--imgbench-list-cases``)."""
+    return {
+        "test_id": item.nodeid,
+        "case_id": case.case_id,
+        "stage": case.stage,
+        "library": case.library,
+        "variant": case.variant,
+        "environment": case.environment,
+        "codec": case.params.get("codec"),
+        "mode": case.params.get("mode"),
+        "cache_state": case.params.get("cache_state"),
+        "threads": case.threads,
+        "workers": case.params.get("workers"),
+        "batch_size": case.params.get("batch_size"),
+        "params_json": json.dumps(dict(case.params), sort_keys=True, default=str),
+    }
+
+
 def pytest_collection_finish(session: pytest.Session) -> None:
     """The worker server preloads what the selected cases require, not every library."""
     state = session.config.stash.get(STATE_KEY, None)
     if state is None:
         return
     required: set[str] = set()
+    listing = []
     for item in session.items:
-        callspec = getattr(item, "callspec", None)
-        case = callspec.params.get("imgbench_case") if callspec is not None else None
-        if isinstance(case, Case):
+        case = _case_of(item)
+        if case is not None:
             required.update(case.requires)
+            listing.append(case_listing(item, case))
     state.preload = tuple(sorted(required))
+    out = session.config.getoption("imgbench_list_cases", None)
+    if out:
+        from imgbench.atomic import atomic_file
+
+        with atomic_file(Path(out), "w") as handle:
+            json.dump(listing, handle)
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:

@@ -126,11 +126,11 @@ def profile_command(
 
 def _in_environment(environment: str, args: list[str]) -> int:
     """``imgbench profile ARGS`` re-run by that environment's interpreter, as `imgbench run`
-    runs its sessions (``imgbench.cli._python_for``); its exit code."""
-    from imgbench.cli import _python_for
+    runs its sessions (``imgbench.sessions.python_for_environment``); its exit code."""
+    from imgbench.sessions import python_for_environment
 
     try:
-        python = _python_for(environment, create=False)
+        python = python_for_environment(environment, create=False)
     except RuntimeError as exc:
         raise fail(str(exc)) from None
     command = [python, "-m", "imgbench.cli", "profile", *args]

@@ -15,6 +15,7 @@ import pandas as pd
 import typer
 
 from imgbench.console import console, err, fail
+from imgbench.results.location import ResultsLocationError, is_remote
 from imgbench.results.store import LoadedResults, load_results
 
 
@@ -49,11 +50,11 @@ def select_runs(frame: pd.DataFrame, runs: list[str]) -> pd.DataFrame:
     return pd.concat(chosen).drop_duplicates(subset=["run_id", "case_id", "created_utc"])
 
 
-def _load(runs: list[str], results: Path) -> tuple[LoadedResults, pd.DataFrame, str]:
-    files = [Path(r) for r in runs if r.endswith(".parquet")]
+def _load(runs: list[str], results: Path | str) -> tuple[LoadedResults, pd.DataFrame, str]:
+    files = [r if is_remote(r) else Path(r) for r in runs if r.endswith(".parquet")]
     names = [r for r in runs if not r.endswith(".parquet")]
     if files:
-        missing = [str(f) for f in files if not f.is_file()]
+        missing = [str(f) for f in files if isinstance(f, Path) and not f.is_file()]
         if missing:
             raise SelectionError(f"no such file: {', '.join(missing)}")
         loaded = load_results(*files)
@@ -78,7 +79,7 @@ def report_command(
             "the newest `imgbench run`)"
         ),
     ] = None,
-    results: Annotated[Path, typer.Option(help="results folder")] = Path("results"),
+    results: Annotated[str, typer.Option(help="results folder, or s3://BUCKET/PREFIX")] = "results",
     out: Annotated[
         Path | None,
         typer.Option(help="file to write (default: imgbench-report.html; Markdown: stdout)"),
@@ -91,12 +92,15 @@ def report_command(
     machine and dataset: one self-contained HTML file (works offline), or Markdown."""
     from imgbench.report.document import build_report
 
-    if not results.exists() and not any(r.endswith(".parquet") for r in runs or []):
+    local = not is_remote(results)
+    if local and not Path(results).exists() and not any(r.endswith(".parquet") for r in runs or []):
         raise fail(f"no results folder at {results}: run `make bench` or `imgbench run` first")
     try:
         loaded, frame, source = _load(list(runs or []), results)
     except SelectionError as exc:
         raise fail(f"{exc} in {results}") from None
+    except ResultsLocationError as exc:
+        raise fail(str(exc)) from None
     for path, reason in loaded.skipped:
         err.print(f"[yellow]warning: {path} left out: {reason}[/]", highlight=False, soft_wrap=True)
     report = build_report(frame, loaded, source)

@@ -13,6 +13,7 @@ from pathlib import Path
 import pandas as pd
 
 from imgbench.answer import Answer, answers, problems
+from imgbench.results.location import ObjectPath
 from imgbench.results.store import LoadedResults
 
 BENCH_HINT = "run `make bench`, or `imgbench run --profile quick`"
@@ -24,7 +25,7 @@ class Report:
     problems: pd.DataFrame  # status, stage, reason, cases
     legacy_skips: int  # older "runs in another environment" rows left out
     runs: list[str]  # run ids the report read
-    unreadable: list[tuple[Path, str]]  # result files that could not be read, and why
+    unreadable: list[tuple[Path | ObjectPath, str]]  # result files that could not be read, and why
     notes: list[str] = field(default_factory=list)  # what is missing, in words
     created_utc: datetime = field(default_factory=lambda: datetime.now(UTC))
 

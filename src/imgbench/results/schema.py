@@ -45,6 +45,17 @@ _FIELDS: list[tuple[str, pa.DataType, str]] = [
     ("os", pa.string(), "e.g. Linux-6.1-x86_64-with-glibc2.36"),
     ("arch", pa.string(), ""),
     ("python_version", pa.string(), ""),
+    (
+        "node_label",
+        pa.string(),
+        "the label of the machine or Ray node that measured (IMGBENCH_MACHINE_LABEL, or the Ray "
+        "node's imgbench/machine label); null when none was given; not part of machine_id",
+    ),
+    (
+        "ray_node_id",
+        pa.string(),
+        "the Ray node that measured the row (`imgbench run --ray`); null for a run on one machine",
+    ),
     # case
     ("stage", pa.string(), "read | augment | format | loader | native | profile | ..."),
     ("case_id", pa.string(), "stable id of the case across runs (stage/library/variant/params)"),

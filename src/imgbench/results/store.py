@@ -16,6 +16,14 @@ import pyarrow.parquet as pq
 
 from imgbench.atomic import atomic_file
 from imgbench.errors import one_line
+from imgbench.results.location import (
+    LocalLocation,
+    ObjectPath,
+    ResultsLocation,
+    ResultsLocationError,
+    is_remote,
+    results_location,
+)
 from imgbench.results.schema import COLUMNS, SCHEMA, SCHEMA_VERSION, to_table
 
 DEFAULT_RESULTS_DIR = Path("results")
@@ -31,27 +39,50 @@ def atomic_write_table(table: pa.Table, path: Path, metadata: dict[str, str] | N
         pq.write_table(table, handle, compression="zstd")
 
 
-def write_rows(rows: list[dict[str, object]], path: Path) -> None:
-    """Write result rows (dicts keyed by schema columns) atomically."""
-    atomic_write_table(
-        to_table(rows), path, metadata={"imgbench_schema_version": str(SCHEMA_VERSION)}
-    )
+def rows_table(rows: list[dict[str, object]]) -> pa.Table:
+    """Result rows (dicts keyed by schema columns) as a table carrying the schema version."""
+    table = to_table(rows)
+    merged = dict(table.schema.metadata or {})
+    merged[b"imgbench_schema_version"] = str(SCHEMA_VERSION).encode()
+    return table.replace_schema_metadata(merged)
+
+
+def write_rows(rows: list[dict[str, object]], path: Path | str) -> None:
+    """Write result rows atomically to a file path, or an ``s3://bucket/prefix/NAME.parquet``."""
+    spec = str(path)
+    if is_remote(spec):
+        parent, name = spec.rstrip("/").rsplit("/", 1)
+        results_location(parent).write_table(name, rows_table(rows))
+        return
+    atomic_write_table(rows_table(rows), Path(path))
 
 
 @dataclass
 class LoadedResults:
     frame: pd.DataFrame
-    files: list[Path]
-    skipped: list[tuple[Path, str]]  # files that could not be read, and why
+    files: list[Path | ObjectPath]  # a folder's files are Paths, a bucket's ObjectPaths
+    skipped: list[tuple[Path | ObjectPath, str]]  # files that could not be read, and why
 
 
-def _result_files(sources: list[Path]) -> list[Path]:
-    files: list[Path] = []
+def _result_files(sources: list[Path | str]) -> list[tuple[ResultsLocation, str]]:
+    """(location, file name) of every results file the sources name (folders, files, s3://)."""
+    files: list[tuple[ResultsLocation, str]] = []
     for source in sources:
-        if source.is_dir():
-            files.extend(sorted(p for p in source.glob("*.parquet") if not p.name.startswith(".")))
+        if is_remote(source):
+            url = str(source).rstrip("/")
+            if url.endswith(".parquet"):
+                parent, name = url.rsplit("/", 1)
+                files.append((results_location(parent), name))
+            else:
+                location = results_location(url)
+                files.extend((location, entry.name) for entry in location.files())
+            continue
+        path = Path(source)
+        if path.is_dir():
+            folder = LocalLocation(path)
+            files.extend((folder, entry.name) for entry in folder.files())
         else:
-            files.append(source)
+            files.append((LocalLocation(path.parent), path.name))
     return files
 
 
@@ -77,16 +108,20 @@ def _pandas_dtype(name: str) -> str:
 
 
 def load_results(*sources: Path | str) -> LoadedResults:
-    """Read every parquet file in the given files or folders; unreadable files are reported, not fatal."""
-    files = _result_files([Path(s) for s in sources] or [DEFAULT_RESULTS_DIR])
+    """Read every parquet file in the given files, folders or ``s3://`` prefixes; unreadable files
+    are reported, not fatal. A location that cannot be reached raises ResultsLocationError."""
+    files = _result_files(list(sources) or [DEFAULT_RESULTS_DIR])
     frames: list[pd.DataFrame] = []
-    read: list[Path] = []
-    skipped: list[tuple[Path, str]] = []
-    for path in files:
+    read: list[Path | ObjectPath] = []
+    skipped: list[tuple[Path | ObjectPath, str]] = []
+    for location, name in files:
+        path = location.path_of(name)
         try:
-            frames.append(migrate(pq.read_table(path)))
+            frames.append(migrate(location.read_table(name)))
             read.append(path)
         except (OSError, pa.ArrowException, ValueError) as exc:
+            if isinstance(exc, ResultsLocationError):
+                raise
             reason = one_line(exc)
             skipped.append((path, reason))
             warnings.warn(f"skipped unreadable results file {path}: {reason}", stacklevel=2)
@@ -98,7 +133,16 @@ def run_summary(frame: pd.DataFrame) -> pd.DataFrame:
     """One line per run: when, where, on what, and how many cases ok / skipped / failed."""
     if frame.empty:
         return pd.DataFrame(
-            columns=["run_id", "created_utc", "hostname", "dataset_name", "ok", "skipped", "failed"]
+            columns=[
+                "run_id",
+                "created_utc",
+                "hostname",
+                "node_label",
+                "dataset_name",
+                "ok",
+                "skipped",
+                "failed",
+            ]
         )
     counts = frame.pivot_table(
         index="run_id", columns="status", values="case_id", aggfunc="count", fill_value=0
@@ -110,6 +154,7 @@ def run_summary(frame: pd.DataFrame) -> pd.DataFrame:
         created_utc=("created_utc", "min"),
         run_name=("run_name", "first"),
         hostname=("hostname", "first"),
+        node_label=("node_label", "first"),
         git_commit=("git_commit", "first"),
         dataset_name=("dataset_name", "first"),
     )
