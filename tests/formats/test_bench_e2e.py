@@ -92,9 +92,9 @@ def test_missing_library_is_a_skipped_row_with_the_reason(tmp_path: Path, photo_
 
 
 def test_cold_reads_evict_and_check(tmp_path: Path, photo_dir: Path) -> None:
-    frame = _run(tmp_path, photo_dir, "--imgbench-profile=default", "-k", "lmdb or raw-file")
+    frame = _run(tmp_path, photo_dir, "--imgbench-profile=full", "-k", "lmdb or raw-file")
     cold = frame[(frame["cache_state"] == "cold")]
-    assert len(cold) == 5  # lmdb: 2 orders x 2 payloads; raw-file: 1
+    assert len(cold) == 5  # full: lmdb 2 orders x 2 payloads; raw-file: 1
     if (cold["status"] == "skipped").all():  # a tmpfs temp folder: say so, no figure
         assert cold["reason"].str.contains("cold cache impossible").all()
         return
