@@ -173,3 +173,13 @@ def test_the_counted_pass_runs_without_the_garbage_collector(tmp_path: Path) -> 
     )
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.split() == ["[False,", "False,", "False,", "False]", "True", "True"]
+
+
+def test_counted_processes_pin_glibc_copy_loops() -> None:
+    """rep movsb is counted per byte and chosen by buffer distance: the counted server pins it off."""
+    from imgbench.harness.instructions import counted_tunables
+
+    assert counted_tunables(None) == (
+        "glibc.cpu.x86_rep_movsb_threshold=4294967295:glibc.cpu.x86_rep_stosb_threshold=4294967295"
+    )
+    assert counted_tunables("glibc.malloc.arena_max=2").startswith("glibc.malloc.arena_max=2:")

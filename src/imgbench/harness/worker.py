@@ -253,11 +253,12 @@ class WorkerServer:
             env[RUNNER_PID_ENV] = str(os.getpid())
             prefix: list[str] = []
             if self.callgrind_dir is not None:
-                from imgbench.harness.instructions import valgrind_command
+                from imgbench.harness.instructions import counted_tunables, valgrind_command
 
                 self.callgrind_dir.mkdir(parents=True, exist_ok=True)
                 prefix = valgrind_command(self.callgrind_dir)
                 env["CODSPEED_ENV"] = "1"  # pytest-codspeed's hooks refuse to load without it
+                env["GLIBC_TUNABLES"] = counted_tunables(env.get("GLIBC_TUNABLES"))
             self._process = subprocess.Popen(
                 [
                     *prefix,
