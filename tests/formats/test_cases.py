@@ -89,3 +89,60 @@ def test_default_reads_the_s3_formats_from_a_bucket() -> None:
         for mode, order in (("upload", "sequential"), ("read", "sequential"), ("read", "shuffled"))
     }
     assert not [c for c in format_cases(get_profile("quick")) if c.columns["storage"] == "s3"]
+
+
+def test_full_repeats_the_s3_cases_per_network_shape_and_keeps_unshaped_ids() -> None:
+    full = [c for c in format_cases(get_profile("full")) if c.columns.get("storage") == "s3"]
+    default = [c for c in format_cases(get_profile("default")) if c.columns["storage"] == "s3"]
+    by_shape: dict[str, list] = {}  # type: ignore[type-arg]
+    for case in full:
+        by_shape.setdefault(case.columns["network_shaping"], []).append(case)
+    shapes = ["rtt5ms-unlimited", "rtt50ms-unlimited", "rtt50ms-100mbit"]
+    assert set(by_shape) == {"none", *shapes}
+    unshaped = {c.case_id for c in by_shape["none"]}
+    assert {c.case_id for c in default} <= unshaped  # the ids S3 cases always had
+    assert all(c.services == ("s3",) and "network_shaping" not in c.params for c in default)
+    for shape in shapes:
+        cases = by_shape[shape]
+        assert len(cases) == len(by_shape["none"])
+        assert all(c.services == (f"s3@{shape}",) for c in cases)
+        assert all(c.params["network_shaping"] == shape for c in cases)
+    assert len({c.case_id for c in full}) == len(full)
+
+
+def test_a_service_variant_shares_its_base_and_stops_first() -> None:
+    from imgbench.harness.services import Services
+
+    events: list[str] = []
+
+    class Base:
+        def acquire(self) -> str:
+            events.append("base")
+            return "server"
+
+        def check(self) -> None: ...
+
+        def stop(self) -> None:
+            events.append("stop base")
+
+        def variant(self, name: str) -> Variant:
+            return Variant(self, name)
+
+    class Variant:
+        def __init__(self, base: Base, name: str) -> None:
+            self.base, self.name = base, name
+
+        def acquire(self) -> str:
+            return f"{self.base.acquire()} via {self.name}"
+
+        def check(self) -> None: ...
+
+        def stop(self) -> None:
+            events.append(f"stop {self.name}")
+
+    services = Services()
+    services._started["fake"] = Base()  # type: ignore[assignment]  # (SERVICES names real ones)
+    assert services.handles(("fake@slow",)) == {"fake@slow": "server via slow"}
+    assert services.get("fake@slow") is services.get("fake@slow")
+    services.stop()
+    assert events == ["base", "stop slow", "stop base"]

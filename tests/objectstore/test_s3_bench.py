@@ -9,6 +9,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from imgbench.objectstore.shaping import leftovers, shape_named, shaping_unavailable_reason
 from tests.conftest import run_pytest
 from tests.objectstore.conftest import needs_weed, weed_processes
 
@@ -27,6 +28,7 @@ orders = {orders}
 caches = ["warm"]
 payloads = ["bytes"]
 raw_ceiling = false
+network_shapes = {shapes}
 """
 
 
@@ -37,11 +39,12 @@ def _run(
     libraries: str = '["folder", "parquet"]',
     storages: str = '["s3"]',
     orders: str = '["sequential", "shuffled"]',
+    shapes: str = '["rtt0ms-unlimited"]',
     env: dict[str, str] | None = None,
 ) -> tuple[pd.DataFrame, int]:
     scratch = out / "scratch"
     scratch.mkdir()
-    profile = PROFILE.format(libraries=libraries, storages=storages, orders=orders)
+    profile = PROFILE.format(libraries=libraries, storages=storages, orders=orders, shapes=shapes)
     (out / "pyproject.toml").write_text(profile)
     tmp = out / "tmp"  # the session's servers keep their data folders here, and only there
     tmp.mkdir()
@@ -171,3 +174,68 @@ def test_a_server_that_crashes_at_start_fails_every_s3_case_with_the_reason(
         assert "exited with code 3 during start-up: F1123 filer: cannot open the store" in reason
         assert "\n" not in reason
     assert frame["reason"].str.extract(r"pid (\d+)")[0].nunique() == 1
+
+
+@needs_weed
+def test_network_shape_is_a_dimension_of_s3_rows(tmp_path: Path, tiny_dataset: Path) -> None:
+    """The same read unshaped, through a 50 ms path, and at a shape that cannot be set up."""
+    import psutil
+
+    # a bandwidth cap needs root, ip and tc; without them the 50 ms path is the relay alone
+    slow = "rtt50ms-100mbit"
+    if shaping_unavailable_reason(shape_named(slow)) is not None:
+        slow = "rtt50ms-unlimited"
+    pid_file = tmp_path / "pid"
+    out = tmp_path / "run"
+    out.mkdir()
+    frame, code = _run(
+        out,
+        tiny_dataset,
+        "-p",
+        "tests.objectstore.unshapeable",
+        libraries='["folder"]',
+        orders='["sequential"]',
+        shapes=f'["rtt0ms-unlimited", "{slow}", "rtt5ms-unlimited"]',
+        env={
+            "IMGBENCH_TEST_UNSHAPEABLE": "rtt5ms-unlimited",
+            "IMGBENCH_TEST_PID_FILE": str(pid_file),
+        },
+    )
+    assert code == 0, frame[["case_id", "status", "reason"]].to_string()
+    by_shape = {shape: rows for shape, rows in frame.groupby("network_shaping")}
+    assert set(by_shape) == {"none", slow, "rtt5ms-unlimited"}
+    for rows in by_shape.values():
+        assert sorted(rows["mode"]) == ["read", "upload"]
+    # unshaped: the case ids S3 rows always had, the server's own address
+    direct = by_shape["none"]
+    assert (direct["status"] == "ok").all(), direct["reason"].tolist()
+    assert not any("network_shaping" in p for p in direct["params"])
+    assert (direct["extra"].map(lambda e: e["network_how"]) == "direct").all()
+    server = direct["storage_endpoint"].iloc[0]
+    # shaped: its own id, another address (the relay), a measured round trip of >= 50 ms
+    shaped = by_shape[slow]
+    assert (shaped["status"] == "ok").all(), shaped["reason"].tolist()
+    assert set(shaped["case_id"]).isdisjoint(direct["case_id"])
+    assert all(p["network_shaping"] == slow for p in shaped["params"])
+    assert (shaped["storage_endpoint"] != server).all()
+    assert (shaped["network_rtt_ms"] >= 45).all(), shaped["network_rtt_ms"].tolist()
+    assert (direct["network_rtt_ms"] < 45).all()
+    for extra in shaped["extra"]:
+        assert extra["network_how"] in ("relay", "netns+tbf+relay")
+        assert extra["network_relay_added_ms"] is not None
+    (read,) = shaped.loc[shaped["mode"] == "read", "extra"]
+    assert read["time_to_first_sample_s"] >= 0.05  # its requests crossed the shaped path
+    # a shape that cannot be set up: skipped rows with the one-line reason
+    skipped = by_shape["rtt5ms-unlimited"]
+    assert (skipped["status"] == "skipped").all()
+    reason = "network shaping rtt5ms-unlimited unavailable: the kernel has no tbf qdisc (forced by the test)"
+    assert (skipped["reason"] == reason).all(), skipped["reason"].tolist()
+    # nothing left: no namespace or link of the session, no relay in front of its server
+    assert leftovers(int(pid_file.read_text())) == []
+    port = server.rsplit(":", 1)[1]
+    relays = [
+        p.info["pid"]
+        for p in psutil.process_iter(["pid", "cmdline"])
+        if any(f"127.0.0.1:{port}" == part for part in (p.info.get("cmdline") or []))
+    ]
+    assert relays == []

@@ -83,7 +83,7 @@ def test_a_damaged_object_fails_the_round_trip_naming_the_record(
 def test_a_case_fails_with_the_endpoint_fault_in_one_line(s3_server: S3Server) -> None:
     from types import SimpleNamespace
 
-    from imgbench.formats.s3_cases import _endpoint
+    from imgbench.formats.s3_cases import _access
     from imgbench.objectstore.session import S3Access
 
     good = s3_server.endpoint
@@ -99,10 +99,12 @@ def test_a_case_fails_with_the_endpoint_fault_in_one_line(s3_server: S3Server) -
             "missing-bucket"
         ),
     }
+    case = SimpleNamespace(services=("s3",))
     for line, endpoint in faults.items():
         ctx = SimpleNamespace(service=lambda name, e=endpoint: S3Access(e, "a test server"))
         with pytest.raises(pytest.fail.Exception) as info:
-            _endpoint(ctx)  # type: ignore[arg-type]
+            _access(ctx, case)  # type: ignore[arg-type]
         assert str(info.value.msg).startswith(line)
         assert "\n" not in str(info.value.msg)
-    assert _endpoint(SimpleNamespace(service=lambda name: S3Access(good, "ok"))) == good  # type: ignore[arg-type]
+    ok = SimpleNamespace(service=lambda name: S3Access(good, "ok"))
+    assert _access(ok, case).endpoint == good  # type: ignore[arg-type]

@@ -25,3 +25,7 @@ class FormatPlan(StagePlan):
     # SeaweedFS server imgbench starts on 127.0.0.1); s3 covers the formats with an S3 reader
     # (imgbench.formats.registry.S3_FORMATS), bytes payloads, both orders
     storages: tuple[Literal["local", "s3"], ...] = ("local", "s3")
+    # the network between client and server, for the s3 cases (imgbench.objectstore.shaping
+    # names: rtt<ms>ms-<unlimited|Ngbit|Nmbit>); rtt0ms-unlimited is the server's own address
+    # (network_shaping "none"), every other shape a shaped path set up once per session
+    network_shapes: tuple[str, ...] = ("rtt0ms-unlimited",)

@@ -14,6 +14,14 @@
 Every case first checks the endpoint (:func:`imgbench.objectstore.server.check_endpoint`): an
 unreachable endpoint, rejected credentials or a missing bucket is a failed row naming which.
 The endpoint comes from the session's ``s3`` service (``ctx.service("s3")``), never from here.
+
+Network shape (``FormatPlan.network_shapes``): every case above once per shape. The unshaped
+one (``rtt0ms-unlimited``) uses the ``s3`` service, with the parameters (and case ids) S3 cases
+always had; a shaped one adds the shape's parameters (``network_shaping``,
+``network_rtt_target_ms``, ``network_rate_mbit``) and uses the ``s3@<shape>`` service: the same
+server through a shaped path the runner sets up once per session. Timed requests go through the
+case's path; untimed set-up (the session's upload of a store, its round trip, deleting a round's
+upload) goes to the server directly, so one upload serves every shape.
 """
 
 from __future__ import annotations
@@ -48,9 +56,10 @@ if TYPE_CHECKING:
     from imgbench.formats.roundtrip import RoundTrip
     from imgbench.objectstore.server import S3Endpoint
     from imgbench.objectstore.session import S3Access
+    from imgbench.objectstore.shaping import NetworkShape
 
 SEED = 0  # the same permutation as the local shuffled reads
-SERVICE = "s3"
+SERVICE = "s3"  # the unshaped path; a shaped one is "s3@<shape>" (session.service_name)
 CACHE_METHOD = (
     "n/a: S3 over the network path in storage_endpoint; the server's files as it keeps them "
     "(just written), the client's local cache emptied before every round"
@@ -58,46 +67,60 @@ CACHE_METHOD = (
 
 
 def s3_cases(plan: FormatPlan, names: set[str]) -> list[Case]:
-    """The S3 cases of the selected formats (``names``) that have an S3 reader."""
+    """The S3 cases of the selected formats (``names``) that have an S3 reader, per shape."""
+    from imgbench.objectstore.shaping import shape_named
+
+    shapes = [shape_named(name) for name in dict.fromkeys(plan.network_shapes)]
     cases: list[Case] = []
     for spec in s3_formats():
         if spec.name not in names:
             continue
-        base: dict[str, Any] = {"format": spec.name, "storage": "s3", "payload": "bytes"}
-        upload = {**base, "mode": "upload", "order": "sequential", "cache_state": "warm"}
-        cases.append(_case(spec, _prepare_upload, upload))
-        for order in plan.orders:
-            read = {**base, "mode": "read", "order": order, "cache_state": "n/a", "threads": 1}
-            cases.append(_case(spec, _prepare_read, read))
+        for shape in shapes:
+            base: dict[str, Any] = {"format": spec.name, "storage": "s3", "payload": "bytes"}
+            if not shape.unshaped:  # unshaped cases keep the ids they always had
+                base |= shape.params()
+            upload = {**base, "mode": "upload", "order": "sequential", "cache_state": "warm"}
+            cases.append(_case(spec, _prepare_upload, upload, shape))
+            for order in plan.orders:
+                read = {**base, "mode": "read", "order": order, "cache_state": "n/a", "threads": 1}
+                cases.append(_case(spec, _prepare_read, read, shape))
     return cases
 
 
 def _case(
-    spec: S3FormatSpec, prepare: Callable[[CaseContext, Case], Workload], params: dict[str, Any]
+    spec: S3FormatSpec,
+    prepare: Callable[[CaseContext, Case], Workload],
+    params: dict[str, Any],
+    shape: NetworkShape,
 ) -> Case:
+    from imgbench.objectstore.session import service_name
+
     return spec_case(
         spec,
         stage="format",
         prepare=prepare,
         params=params,
-        services=(SERVICE,),
-        columns={"storage": "s3"},
+        services=(service_name(shape),),
+        # the shape is in a skipped row too (no path was set up to fill the columns)
+        columns={"storage": "s3", "network_shaping": "none" if shape.unshaped else shape.name},
     )
 
 
 # -- shared --------------------------------------------------------------------------------------
-def _endpoint(ctx: CaseContext) -> S3Endpoint:
-    """The session's endpoint, checked: a fault is a failed case naming it (one line)."""
+def _access(ctx: CaseContext, case: Case) -> S3Access:
+    """The case's network path to the session's server, checked: a fault is a failed case
+    naming it (one line)."""
     import pytest
 
     from imgbench.objectstore.server import EndpointError, check_endpoint
 
-    access: S3Access = ctx.service(SERVICE)
+    (service,) = case.services
+    access: S3Access = ctx.service(service)
     try:
         check_endpoint(access.endpoint)
     except EndpointError as exc:
         pytest.fail(str(exc), pytrace=False)
-    return access.endpoint
+    return access
 
 
 def _store_name(ctx: CaseContext, name: str) -> str:
@@ -160,18 +183,20 @@ def _prepare_upload(ctx: CaseContext, case: Case) -> Workload:
     from imgbench.harness.cache import warm
 
     spec = get_s3_format(case.params["format"])
-    endpoint = _endpoint(ctx)
+    access = _access(ctx, case)
+    endpoint = access.endpoint  # the case's path: the timed uploads
+    server = access.server_endpoint  # the server itself: untimed set-up, checks, deletes
     local = built_format(ctx, get_format(spec.name))
     files = format_files(local.path)
     warm(files)  # the upload reads the local store from the page cache: it times the network
     base = f"uploads/{_store_name(ctx, spec.name)}"
     state: dict[str, Any] = {"round": 0, "prefix": None}
     durations: list[float] = []
-    extra: dict[str, Any] = {"order": "sequential", "payload": "bytes"}
+    extra: dict[str, Any] = {"order": "sequential", "payload": "bytes", **access.extra()}
 
     def before_round() -> None:
         if state["prefix"] is not None:
-            delete_prefix(endpoint, state["prefix"])
+            delete_prefix(server, state["prefix"])
         state["round"] += 1
         state["prefix"] = f"{base}/{state['round']}"
 
@@ -184,14 +209,14 @@ def _prepare_upload(ctx: CaseContext, case: Case) -> Workload:
         prefix = state["prefix"]
         if prefix is None or not durations:
             return
-        stored, objects = stored_bytes(endpoint, prefix)
+        stored, objects = stored_bytes(server, prefix)
         extra.update(_size_extra(spec, local.meta, stored, objects))
         extra["upload_s"] = round(statistics.median(durations), 6)
         extra["upload_images_per_s"] = round(local.meta.count / statistics.median(durations), 2)
         # the upload exists only after a timed round: the last one is read back here, untimed
-        verdict = _round_trip(ctx, spec, endpoint, prefix, local.meta)
+        verdict = _round_trip(ctx, spec, server, prefix, local.meta)
         extra["verified_records"] = verdict.records
-        delete_prefix(endpoint, prefix)
+        delete_prefix(server, prefix)
         if not verdict.ok:
             pytest.fail(verdict.reason(), pytrace=False)
 
@@ -214,9 +239,10 @@ def _prepare_read(ctx: CaseContext, case: Case) -> Workload:
 
     spec = get_s3_format(case.params["format"])
     order = case.params["order"]
-    endpoint = _endpoint(ctx)
-    upload = uploaded_store(ctx, spec, endpoint)
-    verdict = verified_upload(ctx, spec, endpoint, upload)  # once per upload, before any timing
+    access = _access(ctx, case)
+    endpoint = access.endpoint  # the case's path: every timed read, and the first sample
+    upload = uploaded_store(ctx, spec, access.server_endpoint)  # once per session, any shape
+    verdict = verified_upload(ctx, spec, access.server_endpoint, upload)  # before any timing
     if not verdict.ok:
         pytest.fail(verdict.reason(), pytrace=False)
     count = upload.meta.count
@@ -238,6 +264,7 @@ def _prepare_read(ctx: CaseContext, case: Case) -> Workload:
         "time_to_first_sample_s": round(first_s, 6),
         "verified_records": verdict.records,
         "s3_prefix": upload.prefix,
+        **access.extra(),
     }
 
     def stop_iteration() -> None:

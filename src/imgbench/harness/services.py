@@ -13,6 +13,11 @@ its job), and its row gets the handle's ``columns()`` (e.g. the endpoint it used
 
 Adding a service: a class with ``acquire() -> handle``, ``check()`` (raise when lost) and
 ``stop()``, and one entry in :data:`SERVICES`.
+
+A *variant* of a service is named ``"base@variant"`` (e.g. ``"s3@rtt50ms-unlimited"``: the
+session's S3 server behind a shaped network path): the runner starts the base service first and
+asks it for ``variant(name) -> Service``; the variant shares what the base started, and is
+stopped before it.
 """
 
 from __future__ import annotations
@@ -58,7 +63,14 @@ class Services:
 
     def get(self, name: str) -> Service:
         if name not in self._started:
-            self._started[name] = _load(name)
+            base, at, variant = name.partition("@")
+            if at:
+                parent = self.get(base)
+                if not hasattr(parent, "variant"):
+                    raise ValueError(f"service {base!r} has no variants (asked for {name!r})")
+                self._started[name] = parent.variant(variant)
+            else:
+                self._started[name] = _load(name)
         return self._started[name]
 
     def handles(self, names: tuple[str, ...]) -> dict[str, Any]:
@@ -87,8 +99,14 @@ class Services:
     def stop(self) -> None:
         started, self._started = self._started, {}
         self._handles.clear()
-        for service in started.values():
-            service.stop()
+        errors: list[BaseException] = []
+        for service in reversed(list(started.values())):  # a variant before its base
+            try:
+                service.stop()
+            except Exception as exc:  # every service is stopped; the first error is raised
+                errors.append(exc)
+        if errors:
+            raise errors[0]
 
 
 def row_columns(handles: Mapping[str, Any]) -> dict[str, Any]:

@@ -88,12 +88,14 @@ _FIELDS: list[tuple[str, pa.DataType, str]] = [
     (
         "network_shaping",
         pa.string(),
-        "what shaped the network between client and object store: none | the shaping's label",
+        "what shaped the network between client and object store: none (the server's own "
+        "address) | the shape's name, e.g. rtt50ms-100mbit",
     ),
     (
         "network_rtt_ms",
         pa.float64(),
-        "round-trip time to the object store, ms: median TCP connect time on the path used",
+        "round-trip time to the object store, ms: unshaped, median TCP connect time; shaped, "
+        "median round trip of small exchanges through the shaped path",
     ),
     ("threads", pa.int32(), "threads requested for the library; null = library default"),
     ("workers", pa.int32(), "loader workers"),
