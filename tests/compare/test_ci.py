@@ -192,3 +192,43 @@ def test_counted_sides_run_at_the_same_time(
     one_by_one = ci.CIPlan(repo=tmp_path, base="a", head="b", parallel_counts=False)
     with pytest.raises(ci.CIError, match="base: pytest exited 3"):
         ci._run_counted_sides(one_by_one, trees, results, tmp_path)
+
+
+SIDES_UNDER_SIGTERM = """
+import sys
+from pathlib import Path
+from imgbench.compare import ci
+
+tmp = Path(sys.argv[1])
+sleeper = "import os, sys, time; open(sys.argv[1], 'w').write(str(os.getpid())); time.sleep(600)"
+ci._bench_command = lambda plan, tree, *a, **k: [sys.executable, "-c", sleeper, str(tmp / f"pid-{tree.name}")]
+trees = {n: tmp / n for n in ("base", "head")}
+for t in trees.values():
+    t.mkdir()
+ci._run_ci = lambda plan, workdir, echo: ci._run_counted_sides(plan, trees, trees, workdir)
+ci.run_ci(ci.CIPlan(repo=tmp, base="a", head="b"), tmp)  # its SIGTERM handler is under test
+"""
+
+
+def test_a_stopped_ci_stops_its_sides(tmp_path: Path) -> None:
+    """A CI job's timeout sends SIGTERM: the sides (pytest sessions) must not outlive imgbench ci."""
+    import signal
+    import time
+
+    import psutil
+
+    runner = subprocess.Popen([sys.executable, "-c", SIDES_UNDER_SIGTERM, str(tmp_path)], cwd=ROOT)
+    try:
+        markers = [tmp_path / "pid-base", tmp_path / "pid-head"]
+        deadline = time.monotonic() + 60
+        while not all(m.exists() and m.read_text() for m in markers):
+            assert time.monotonic() < deadline, "the sides did not start"
+            time.sleep(0.1)
+        sides = [psutil.Process(int(m.read_text())) for m in markers]
+        runner.send_signal(signal.SIGTERM)
+        assert runner.wait(timeout=30) == 128 + signal.SIGTERM
+        _, alive = psutil.wait_procs(sides, timeout=15)
+        assert alive == [], f"sides still running: {alive}"
+    finally:
+        runner.kill()
+        runner.wait()

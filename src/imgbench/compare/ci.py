@@ -17,8 +17,10 @@ from __future__ import annotations
 
 import math
 import os
+import signal
 import subprocess
 import sys
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -123,7 +125,10 @@ def _start_side(
 
 def _finish_side(started: tuple[str, list[str], subprocess.Popen[str]], workdir: Path) -> str:
     name, cmd, proc = started
-    proc.wait()
+    try:
+        proc.wait()
+    finally:  # stopped while waiting (SIGTERM, Ctrl-C): the side stops too
+        _stop(proc)
     if proc.returncode not in PYTEST_OK:
         output = (workdir / f"{name}.log").read_text(errors="replace")
         tail = output.strip().splitlines()[-15:]
@@ -131,6 +136,17 @@ def _finish_side(started: tuple[str, list[str], subprocess.Popen[str]], workdir:
             f"{name}: pytest exited {proc.returncode}: {' '.join(cmd)}\n" + "\n".join(tail)
         )
     return f"{name}: {' '.join(cmd)} -> exit {proc.returncode}"
+
+
+def _stop(proc: subprocess.Popen[str]) -> None:
+    """End a side that is still running; its worker server follows it (PR_SET_PDEATHSIG)."""
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
 
 
 def _run_side(
@@ -157,14 +173,30 @@ def _run_counted_sides(
             return [_finish_side(side, workdir) for side in started]
         finally:
             for _, _, proc in started:
-                if proc.poll() is None:
-                    proc.kill()
-                    proc.wait()
+                _stop(proc)
     return [_run_side(plan, n, trees[n], results[n], workdir, True) for n in ("base", "head")]
 
 
+def _exit_on_sigterm(signum: int, _frame: object) -> None:
+    raise SystemExit(128 + signum)
+
+
 def run_ci(plan: CIPlan, workdir: Path, echo: Callable[[str], None] = print) -> CIRun:
-    """Check out both commits, run them alternately ``plan.repeats`` times, return the folders."""
+    """Check out both commits, run them alternately ``plan.repeats`` times, return the folders.
+
+    A SIGTERM (a CI job's timeout) unwinds like Ctrl-C: the running sides are stopped and the
+    worktrees removed, instead of pytest sessions left running without their parent.
+    """
+    if threading.current_thread() is not threading.main_thread():  # handlers are main-only
+        return _run_ci(plan, workdir, echo)
+    previous = signal.signal(signal.SIGTERM, _exit_on_sigterm)
+    try:
+        return _run_ci(plan, workdir, echo)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _run_ci(plan: CIPlan, workdir: Path, echo: Callable[[str], None]) -> CIRun:
     base_sha, head_sha = resolve(plan.repo, plan.base), resolve(plan.repo, plan.head)
     trees = {"base": workdir / "base", "head": workdir / "head"}
     results = {"base": workdir / "results-base", "head": workdir / "results-head"}
