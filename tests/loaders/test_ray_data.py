@@ -20,11 +20,16 @@ BENCHES = Path(__file__).resolve().parents[2] / "benches"
 def test_ray_data_row_is_steady_state_and_leaves_no_ray_process(
     tmp_path: Path, photo_dir_48: Path
 ) -> None:
+    # Ray Data is in `full` and by name, not in make bench's default selection
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.imgbench.profiles.ray]\nbase = "default"\n'
+        '[tool.imgbench.profiles.ray.loader]\nlibraries = ["torch-dataloader", "ray-data"]\n'
+    )
     proc = run_pytest(
         [
             str(BENCHES / "bench_loaders.py"),
             f"--dataset={photo_dir_48}",
-            "--imgbench-profile=default",
+            "--imgbench-profile=ray",
             "--imgbench-rounds=3",
             f"--imgbench-results={tmp_path / 'results'}",
             "-k",

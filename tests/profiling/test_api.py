@@ -45,7 +45,7 @@ def test_attribution_follows_a_slower_decode_and_a_heavier_augmentation(
     photos: Path, tmp_path: Path, example: str
 ) -> None:
     plain, _ = _profile(photos, tmp_path / "plain", example)
-    slow_decode, _ = _profile(photos, tmp_path / "slow-decode", example, decode_repeats=3)
+    slow_decode, _ = _profile(photos, tmp_path / "slow-decode", example, decode_repeats=5)
     heavy_augment, _ = _profile(photos, tmp_path / "heavy", example, heavy_augment=True)
     assert slow_decode["decode"] > plain["decode"] + 0.1, (plain, slow_decode)
     assert slow_decode["decode"] > slow_decode["augment"]
