@@ -16,6 +16,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
+from imgbench.pids import pid_alive
+
 
 def _umask() -> int:
     current = os.umask(0)
@@ -51,24 +53,12 @@ def atomic_file(path: Path, mode: str = "wb", **open_kwargs: Any) -> Iterator[IO
 PARTIAL = ".partial-"  # staging folders are named .TARGET.partial-PID-RANDOM
 
 
-def _pid_alive(pid: int) -> bool:
-    if pid == os.getpid():
-        return True
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def remove_stale_partials(target: Path) -> None:
     """Remove the staging folders of writers of ``target`` that were killed (pid gone)."""
     prefix = f".{target.name}{PARTIAL}"
     for folder in target.parent.glob(prefix + "*"):
         pid_text = folder.name[len(prefix) :].split("-")[0]
-        if pid_text.isdigit() and _pid_alive(int(pid_text)):
+        if pid_text.isdigit() and pid_alive(int(pid_text)):
             continue
         shutil.rmtree(folder, ignore_errors=True)
 

@@ -41,6 +41,7 @@ import pyarrow.parquet as pq
 
 from imgbench.errors import one_line
 from imgbench.machine import MACHINE_LABEL_ENV, RAY_NODE_ENV
+from imgbench.pids import remove_dead_owned
 from imgbench.profiles import Profile
 from imgbench.results.location import ResultsLocation
 from imgbench.results.schema import empty_row
@@ -136,18 +137,7 @@ def _bench_targets(targets: tuple[Path, ...]) -> list[str]:
 def remove_dead_shares(parent: Path) -> None:
     """Folders of shares whose Ray worker is gone: a node killed mid-run could not remove its
     own; the next share on that machine does."""
-    import shutil
-
-    for folder in parent.glob(SHARE_PREFIX + "*"):
-        pid = folder.name[len(SHARE_PREFIX) :].split("-")[0]
-        if not pid.isdigit() or int(pid) == os.getpid():
-            continue
-        try:
-            os.kill(int(pid), 0)
-        except ProcessLookupError:
-            shutil.rmtree(folder, ignore_errors=True)
-        except PermissionError:
-            pass
+    remove_dead_owned(parent, SHARE_PREFIX)
 
 
 def measure_share(job: ShareJob) -> Iterator[tuple[Any, ...]]:
@@ -430,7 +420,7 @@ def _what_happened(ray: Any, node: Node, exc: BaseException) -> str:
     return f"{'died' if died else 'lost its task'} during the run: {first}"[:300]
 
 
-def run_session(
+def run_session_on_nodes(
     ray: Any,
     session: Session,
     profile: Profile,
@@ -501,7 +491,7 @@ def run_on_ray(
     written: list[str] = []
     try:
         for session in sessions:
-            code, files = run_session(
+            code, files = run_session_on_nodes(
                 ray, session, profile, keyword, pytest_args, results, group, create_envs, say
             )
             codes.append(code)

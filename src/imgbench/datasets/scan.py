@@ -30,6 +30,7 @@ from PIL import Image
 
 from imgbench.atomic import atomic_file
 from imgbench.errors import one_line
+from imgbench.formats.base import batched
 
 from .manifest import (
     BadFile,
@@ -347,17 +348,6 @@ CACHE_COLUMNS = ("size", "mtime_ns", "max_pixels")
 BATCH = 1024  # files looked up in the cache, then decode-checked, per step
 
 
-def _batched(items: Iterator[T], size: int) -> Iterator[list[T]]:
-    batch: list[T] = []
-    for item in items:
-        batch.append(item)
-        if len(batch) == size:
-            yield batch
-            batch = []
-    if batch:
-        yield batch
-
-
 def scan_to_file(
     root: Path,
     *,
@@ -416,7 +406,7 @@ def _scan_to_file(
             bar = tqdm(total=total, desc=f"scan {root.name}", unit="img", disable=not progress)
             stack.enter_context(bar)
             pool: WorkerPool | None = None
-            for batch in _batched(iter_files(root, counts), BATCH):
+            for batch in batched(iter_files(root, counts), BATCH):
                 listed += len(batch)
                 keys = [(st.st_size, st.st_mtime_ns) for _, st in batch]
                 items: list[ImageEntry | BadFile | None] = [

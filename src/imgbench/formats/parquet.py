@@ -70,10 +70,10 @@ class RowGroups:
         self._file.close()
 
 
-class Reader(BaseReader):
-    def __init__(self, path: Path, meta: FormatMeta) -> None:
-        super().__init__(path, meta)
-        self._groups = RowGroups(pq.ParquetFile(self.path / FILE))
+class OverRowGroups:
+    """A reader's records through its :class:`RowGroups` (on a local file or an S3 object)."""
+
+    _groups: RowGroups
 
     def __len__(self) -> int:
         return len(self._groups)
@@ -83,6 +83,12 @@ class Reader(BaseReader):
 
     def __iter__(self) -> Iterator[tuple[bytes, int]]:
         return iter(self._groups)
+
+
+class Reader(OverRowGroups, BaseReader):
+    def __init__(self, path: Path, meta: FormatMeta) -> None:
+        super().__init__(path, meta)
+        self._groups = RowGroups(pq.ParquetFile(self.path / FILE))
 
     def close(self) -> None:
         self._groups.close()

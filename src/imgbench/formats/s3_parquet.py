@@ -7,16 +7,15 @@ exactly as the local reader does on a file.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 from imgbench.formats.base import FormatMeta
-from imgbench.formats.parquet import FILE, RowGroups
+from imgbench.formats.parquet import FILE, OverRowGroups, RowGroups
 from imgbench.formats.s3 import S3Reader
 from imgbench.objectstore.server import S3Endpoint
 
 
-class Reader(S3Reader):
+class Reader(OverRowGroups, S3Reader):
     def __init__(
         self, endpoint: S3Endpoint, prefix: str, meta: FormatMeta, scratch: Path | None = None
     ) -> None:
@@ -36,15 +35,6 @@ class Reader(S3Reader):
         )
         self._input = fs.open_input_file(f"{endpoint.bucket}/{self.key(FILE)}")
         self._groups = RowGroups(pq.ParquetFile(self._input))
-
-    def __len__(self) -> int:
-        return len(self._groups)
-
-    def __getitem__(self, index: int) -> tuple[bytes, int]:
-        return self._groups[index]
-
-    def __iter__(self) -> Iterator[tuple[bytes, int]]:
-        return iter(self._groups)
 
     def close(self) -> None:
         self._groups.close()

@@ -8,9 +8,10 @@ gone (the pid is in the folder's name).
 from __future__ import annotations
 
 import os
-import shutil
 import tempfile
 from pathlib import Path
+
+from imgbench.pids import remove_dead_owned
 
 SCRATCH_ENV = "IMGBENCH_FORMATS_DIR"  # where to build, instead of beside the dataset
 PREFIX = ".imgbench-formats-"
@@ -54,15 +55,7 @@ def choose_scratch_parent(dataset_root: Path) -> Path:
 
 def remove_dead_scratch(parent: Path) -> None:
     """Scratch folders of sessions that were killed (their pid is gone)."""
-    for folder in parent.glob(PREFIX + "*"):
-        pid = folder.name[len(PREFIX) :].split("-")[0]
-        if pid.isdigit() and int(pid) != os.getpid():
-            try:
-                os.kill(int(pid), 0)
-            except ProcessLookupError:
-                shutil.rmtree(folder, ignore_errors=True)
-            except PermissionError:
-                pass
+    remove_dead_owned(parent, PREFIX)
 
 
 def make_scratch(dataset_root: Path) -> Path:

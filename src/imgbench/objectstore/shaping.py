@@ -41,6 +41,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from imgbench.pids import pid_alive
+
 _RELAY = Path(__file__).with_name("_relay.py")
 _NETNS_PREFIX = "imgbench-net-"
 _LINK_PREFIX = "ibn"
@@ -250,21 +252,11 @@ def leftovers(pid: int | None = None) -> list[str]:
     ]
 
 
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def _remove_stale() -> None:
     """Namespaces left by a process that was killed before its context exited."""
     for name in _netns_names():
         match = re.fullmatch(re.escape(_NETNS_PREFIX) + r"(\d+)-\d+", name)
-        if match and not _pid_alive(int(match.group(1))):
+        if match and not pid_alive(int(match.group(1))):
             subprocess.run(["ip", "netns", "del", name], capture_output=True, check=False)
 
 
