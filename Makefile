@@ -47,7 +47,7 @@ test: setup $(TF_ENV)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
-	$(VENV)/bin/pytest tests/ -p no:cacheprovider
+	$(VENV)/bin/pytest tests/ -p no:cacheprovider --durations=25
 
 format: setup
 	$(VENV)/bin/ruff format .

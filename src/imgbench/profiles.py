@@ -117,14 +117,22 @@ _DEFAULT = Profile(
     thread_modes=(1, None),
     environments=("pillow-simd", "tensorflow"),
     extra_datasets=("real-sample",),
-    # on real photos the loaders run the sweeps, every loader and AU (about 3 minutes)
+    # on real photos: every decoder from memory, and the DataLoader at 0 and 2 workers (the whole
+    # pipeline meets real photos); the disk modes and the loader sweep are the synthetic set's
+    # (measured 2026-11-23: 7.0 min with them, 91 read + 20 loader rows)
     extra_dataset_plans={
+        "read": {"disk_threads": []},
         "loader": {
+            "libraries": ["torch-dataloader", "tf-data", "keras-pydataset"],
+            "worker_sweep": [0, 2],
+            "sweep_pipelines": ["default"],
             "extra_pipelines": [],
+            "baseline_pipeline": None,
             "start_methods": [],
             "knobs": False,
+            "au_accelerators": [],
             "cow_workers": [],
-        }
+        },
     },
     # what keeps make bench under 25 minutes on 2 cores (docs/measuring.md has the per-stage
     # times): JPEG read every way, PNG and WebP from memory; the transforms people use most;
@@ -139,7 +147,10 @@ _DEFAULT = Profile(
             pipelines=("train-classification",),
         ),
         "format": FormatPlan(payloads=("bytes",)),
+        # rounds of two batches (4 elsewhere; a worker still gets two): the loader rows were 360 s
+        # of the 14.5 min main session (30 rows, 12 s each)
         "loader": LoaderPlan(
+            batches_per_round=2,
             start_methods=(),
             knobs=False,
             au_accelerators=(100,),
@@ -168,8 +179,8 @@ _DEFAULT = Profile(
         },
         "loader": {
             "libraries": ["torch-dataloader"],
-            "worker_sweep": [0, 2],
-            "sweep_pipelines": ["default", "uint8"],
+            "worker_sweep": [2],
+            "sweep_pipelines": ["default"],
             "extra_pipelines": [],
             "start_methods": [],
             "knobs": False,
