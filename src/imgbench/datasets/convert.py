@@ -19,6 +19,7 @@ from pathlib import Path
 
 from imgbench.formats.base import FormatSpec, build_format
 
+from .heap import pin_mmap_threshold
 from .manifest import BadFile, arrow_system_pool
 from .scan import scan_to_file
 
@@ -73,6 +74,7 @@ def convert(
     """
     if progress is None:  # tqdm bars (with ETA) where someone watches
         progress = sys.stderr.isatty()
+    pin_mmap_threshold()  # payloads of 100-200 KB fragmented the heap: RSS grew with N (heap.py)
     start = time.perf_counter()
     bad: list[BadFile] = []  # grows with the bad files only; the manifest stays on disk
 

@@ -38,6 +38,14 @@ def _init_worker() -> None:
         pass
 
 
+def _init_pool_worker() -> None:
+    # a pool's processes only run the dataset tools: their heap may be tuned (heap.py)
+    from .heap import pin_mmap_threshold
+
+    _init_worker()
+    pin_mmap_threshold()
+
+
 def _context() -> mp.context.BaseContext:
     methods = mp.get_all_start_methods()
     if "forkserver" in methods:
@@ -60,7 +68,7 @@ class WorkerPool:
 
     def __enter__(self) -> WorkerPool:
         if self.workers > 1:
-            self._pool = _context().Pool(self.workers, initializer=_init_worker)
+            self._pool = _context().Pool(self.workers, initializer=_init_pool_worker)
         else:
             _init_worker()
         return self
