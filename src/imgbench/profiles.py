@@ -124,6 +124,7 @@ _DEFAULT = Profile(
             "start_methods": [],
             "knobs": False,
             "cow_workers": [],
+            "s3_pipelines": [],
         }
     },
     # what keeps make bench under 25 minutes on 2 cores (docs/measuring.md has the per-stage
@@ -139,12 +140,16 @@ _DEFAULT = Profile(
             pipelines=("train-classification",),
         ),
         "format": FormatPlan(payloads=("bytes",)),
+        # the S3 sweep (tar shards from the bucket, emulated 100 images/s accelerator) at 0, 1
+        # and 2 workers: an AU case lasts ~rounds x batches x 0.32 s, so the whole sweep (5
+        # counts on 2 cores) would add ~2 minutes; `full` sweeps every count
         "loader": LoaderPlan(
             start_methods=(),
             knobs=False,
             au_accelerators=(100,),
             extra_pipelines=("torchvision", "lmdb"),
             cow_workers=(0, 2),
+            s3_workers=(0, 1, 2),
         ),
     },
     # the allocator's effect where it was measured to matter: decoders that allocate through
@@ -176,6 +181,7 @@ _DEFAULT = Profile(
             "au_accelerators": [],
             "cow_workers": [],
             "baseline_pipeline": None,
+            "s3_pipelines": [],
         },
     },
 )
@@ -227,6 +233,7 @@ BUILTIN: dict[str, Profile] = {
                     knobs=False,
                     au_accelerators=(),
                     cow_workers=(),
+                    s3_pipelines=(),  # no S3 server in quick (formats: local storage only)
                 ),
             },
         ),
@@ -240,7 +247,12 @@ BUILTIN: dict[str, Profile] = {
             max_images=256,
             extra_datasets=("real-sample", "synthetic-grid"),
             extra_dataset_plans={
-                "loader": {"extra_pipelines": [], "start_methods": [], "knobs": False}
+                "loader": {
+                    "extra_pipelines": [],
+                    "start_methods": [],
+                    "knobs": False,
+                    "s3_pipelines": [],
+                }
             },
             plans={
                 "read": ReadPlan(libraries="all", disk_threads=None, reduces=(2, 4)),
@@ -264,12 +276,15 @@ BUILTIN: dict[str, Profile] = {
                         "rtt50ms-100mbit",
                     ),
                 ),
+                # S3: tar shards at every worker count, unshaped and through a 50 ms path (where
+                # workers must hide the round trips; at 50 images/s ~17 minutes for the ten cases)
                 "loader": LoaderPlan(
                     libraries="all",
                     thread_sweep=(1, 2, 4, 2 * (os.cpu_count() or 2)),
                     au_accelerators=(50, 100, 200, 400),
                     cow_workers=(0, 1, 2, 3, 4),
                     cow_entries=2_000_000,
+                    s3_network_shapes=("rtt0ms-unlimited", "rtt50ms-unlimited"),
                 ),
             },
         ),
