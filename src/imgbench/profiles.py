@@ -140,16 +140,16 @@ _DEFAULT = Profile(
             pipelines=("train-classification",),
         ),
         "format": FormatPlan(payloads=("bytes",)),
-        # the S3 sweep (tar shards from the bucket, emulated 100 images/s accelerator) at 0, 1
-        # and 2 workers: an AU case lasts ~rounds x batches x 0.32 s, so the whole sweep (5
-        # counts on 2 cores) would add ~2 minutes; `full` sweeps every count
+        # the S3 sweep (tar shards from the bucket, emulated 100 images/s accelerator) at 0 and 2
+        # workers: an S3 AU case took 31-36 s here (2026-11-23, loaded machine; the first also
+        # uploads), so the whole sweep (5 counts on 2 cores) would add ~3 minutes; `full` has it
         "loader": LoaderPlan(
             start_methods=(),
             knobs=False,
             au_accelerators=(100,),
             extra_pipelines=("torchvision", "lmdb"),
             cow_workers=(0, 2),
-            s3_workers=(0, 1, 2),
+            s3_workers=(0, 2),
         ),
     },
     # the allocator's effect where it was measured to matter: decoders that allocate through
