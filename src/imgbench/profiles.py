@@ -132,6 +132,7 @@ _DEFAULT = Profile(
             "knobs": False,
             "au_accelerators": [],
             "cow_workers": [],
+            "s3_pipelines": [],
         },
     },
     # what keeps make bench under 25 minutes on 2 cores (docs/measuring.md has the per-stage
@@ -148,7 +149,10 @@ _DEFAULT = Profile(
         ),
         "format": FormatPlan(payloads=("bytes",)),
         # rounds of two batches (4 elsewhere; a worker still gets two): the loader rows were 360 s
-        # of the 14.5 min main session (30 rows, 12 s each)
+        # of the 14.5 min main session (30 rows, 12 s each). The S3 sweep (tar shards from the
+        # bucket, emulated 100 images/s accelerator) at 0 and 2 workers: an S3 AU case took 31-36 s
+        # with rounds of 4 batches (2026-11-23, loaded machine; the first also uploads), so the
+        # whole sweep (5 counts on 2 cores) would add ~3 minutes; `full` has it
         "loader": LoaderPlan(
             batches_per_round=2,
             start_methods=(),
@@ -156,6 +160,7 @@ _DEFAULT = Profile(
             au_accelerators=(100,),
             extra_pipelines=("torchvision", "lmdb"),
             cow_workers=(0, 2),
+            s3_workers=(0, 2),
         ),
     },
     # the allocator's effect where it was measured to matter: decoders that allocate through
@@ -187,6 +192,7 @@ _DEFAULT = Profile(
             "au_accelerators": [],
             "cow_workers": [],
             "baseline_pipeline": None,
+            "s3_pipelines": [],
         },
     },
 )
@@ -238,6 +244,7 @@ BUILTIN: dict[str, Profile] = {
                     knobs=False,
                     au_accelerators=(),
                     cow_workers=(),
+                    s3_pipelines=(),  # no S3 server in quick (formats: local storage only)
                 ),
             },
         ),
@@ -251,7 +258,12 @@ BUILTIN: dict[str, Profile] = {
             max_images=256,
             extra_datasets=("real-sample", "synthetic-grid"),
             extra_dataset_plans={
-                "loader": {"extra_pipelines": [], "start_methods": [], "knobs": False}
+                "loader": {
+                    "extra_pipelines": [],
+                    "start_methods": [],
+                    "knobs": False,
+                    "s3_pipelines": [],
+                }
             },
             plans={
                 "read": ReadPlan(libraries="all", disk_threads=None, reduces=(2, 4)),
@@ -275,12 +287,15 @@ BUILTIN: dict[str, Profile] = {
                         "rtt50ms-100mbit",
                     ),
                 ),
+                # S3: tar shards at every worker count, unshaped and through a 50 ms path (where
+                # workers must hide the round trips; at 50 images/s ~17 minutes for the ten cases)
                 "loader": LoaderPlan(
                     libraries="all",
                     thread_sweep=(1, 2, 4, 2 * (os.cpu_count() or 2)),
                     au_accelerators=(50, 100, 200, 400),
                     cow_workers=(0, 1, 2, 3, 4),
                     cow_entries=2_000_000,
+                    s3_network_shapes=("rtt0ms-unlimited", "rtt50ms-unlimited"),
                 ),
             },
         ),

@@ -83,7 +83,7 @@ def test_a_damaged_object_fails_the_round_trip_naming_the_record(
 def test_a_case_fails_with_the_endpoint_fault_in_one_line(s3_server: S3Server) -> None:
     from types import SimpleNamespace
 
-    from imgbench.formats.s3_cases import _access
+    from imgbench.formats.s3_cases import case_access
     from imgbench.objectstore.session import S3Access
 
     good = s3_server.endpoint
@@ -103,8 +103,8 @@ def test_a_case_fails_with_the_endpoint_fault_in_one_line(s3_server: S3Server) -
     for line, endpoint in faults.items():
         ctx = SimpleNamespace(service=lambda name, e=endpoint: S3Access(e, "a test server"))
         with pytest.raises(pytest.fail.Exception) as info:
-            _access(ctx, case)  # type: ignore[arg-type]
+            case_access(ctx, case)  # type: ignore[arg-type]
         assert str(info.value.msg).startswith(line)
         assert "\n" not in str(info.value.msg)
     ok = SimpleNamespace(service=lambda name: S3Access(good, "ok"))
-    assert _access(ok, case).endpoint == good  # type: ignore[arg-type]
+    assert case_access(ok, case).endpoint == good  # type: ignore[arg-type]

@@ -107,7 +107,7 @@ def _case(
 
 
 # -- shared --------------------------------------------------------------------------------------
-def _access(ctx: CaseContext, case: Case) -> S3Access:
+def case_access(ctx: CaseContext, case: Case) -> S3Access:
     """The case's network path to the session's server, checked: a fault is a failed case
     naming it (one line)."""
     import pytest
@@ -183,7 +183,7 @@ def _prepare_upload(ctx: CaseContext, case: Case) -> Workload:
     from imgbench.harness.cache import warm
 
     spec = get_s3_format(case.params["format"])
-    access = _access(ctx, case)
+    access = case_access(ctx, case)
     endpoint = access.endpoint  # the case's path: the timed uploads
     server = access.server_endpoint  # the server itself: untimed set-up, checks, deletes
     local = built_format(ctx, get_format(spec.name))
@@ -239,7 +239,7 @@ def _prepare_read(ctx: CaseContext, case: Case) -> Workload:
 
     spec = get_s3_format(case.params["format"])
     order = case.params["order"]
-    access = _access(ctx, case)
+    access = case_access(ctx, case)
     endpoint = access.endpoint  # the case's path: every timed read, and the first sample
     upload = uploaded_store(ctx, spec, access.server_endpoint)  # once per session, any shape
     verdict = verified_upload(ctx, spec, access.server_endpoint, upload)  # before any timing

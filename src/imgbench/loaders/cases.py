@@ -11,24 +11,41 @@ What runs comes from the profile's :class:`LoaderPlan` and each loader's registr
 reference loader (``sweep="workers"``, the DataLoader) runs the worker sweep, its knobs, the
 extra pipelines and AU; thread-pool loaders run the thread sweep; every other registered loader
 runs the rows its entry declares, so a new loader needs no edit here.
+
+S3 pipelines (``LoaderPlan.s3_pipelines``, ``PipelineConfig.storage == "s3"``): the reference
+loader's sweep over ``s3_worker_counts()`` at the first emulated accelerator speed, once per
+network shape. Their store is the format's local build uploaded to the session's bucket
+(``imgbench.formats.s3_cases.uploaded_store``, round-tripped before any timing); each sample is
+one GET through the format's S3 reader, opened once per worker process. They declare the ``s3``
+session service (``s3@<shape>`` when shaped) and add ``storage=s3`` (and a shape's parameters)
+to their parameters; local cases keep the ids they had, with ``storage=local`` as a row column.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, TypedDict
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from imgbench.harness.case import Case, Workload, spec_case
 from imgbench.harness.context import CaseContext
 from imgbench.library import select
-from imgbench.loaders.pipeline import FILES, NO_AUGMENT, PipelineConfig
+from imgbench.loaders.pipeline import FILES, LOCAL, NO_AUGMENT, S3, PipelineConfig
 from imgbench.loaders.plan import LoaderPlan
 from imgbench.loaders.registry import LoaderSpec, get_loader, loaders, pipeline_config
 from imgbench.profiles import Profile
 from imgbench.stages import load_attr
 
+if TYPE_CHECKING:
+    from imgbench.loaders.pipeline import S3FormatSource
+    from imgbench.objectstore.session import S3Access
+
 DEFAULT_PIPELINE = pipeline_config("default")
 OUTPUT_SIDE = 224  # the augment stage's train recipe ends in 3 x 224 x 224
+LOCAL_CACHE_METHOD = "warm: the pool of images is re-read every epoch and stays in the page cache"
+S3_CACHE_METHOD = (
+    "n/a: every sample one GET from the S3 server over storage_endpoint (the client caches "
+    "nothing); the server's files as it keeps them, in its page cache"
+)
 
 
 def loader_cases(profile: Profile) -> list[Case]:
@@ -78,10 +95,31 @@ def loader_cases(profile: Profile) -> list[Case]:
         dl = _partial(spec.library, plan)
         for speed in plan.au_accelerators:
             cases += [dl(0, accelerator=speed), dl(2, accelerator=speed)]
+    for spec in reference:
+        cases += s3_loader_cases(spec.library, plan)
     for spec in specs:
         if spec.experiment is not None:
             experiment: Callable[[LoaderPlan], list[Case]] = load_attr(spec.experiment)
             cases += experiment(plan)
+    return cases
+
+
+def s3_loader_cases(library: str, plan: LoaderPlan) -> list[Case]:
+    """``library`` over the plan's S3 pipelines: each S3 worker count, at the first emulated
+    accelerator speed (AU says whether the workers hide the network), once per network shape."""
+    accelerator = plan.au_accelerators[0] if plan.au_accelerators else None
+    cases = []
+    for name in plan.s3_pipelines:
+        config = pipeline_config(name)
+        if config.storage != S3:
+            raise ValueError(f"s3_pipelines: {name!r} reads local storage, not S3")
+        cases += [
+            loader_case(
+                library, w, plan=plan, config=config, accelerator=accelerator, network_shape=shape
+            )
+            for shape in dict.fromkeys(plan.s3_network_shapes)
+            for w in plan.s3_worker_counts()
+        ]
     return cases
 
 
@@ -107,7 +145,11 @@ def loader_case(
     prepare: Callable[[CaseContext, Case], Workload] | None = None,
     batch_size: int | None = None,
     batch_timeout_s: float | None = None,
+    network_shape: str | None = None,
 ) -> Case:
+    """One loader case. An S3 pipeline (``config.storage == "s3"``) adds ``storage=s3`` to the
+    parameters and needs the session's ``s3`` service; ``network_shape`` (a shape name, default
+    the server's own address) puts a shaped path in between: its parameters and ``s3@<shape>``."""
     spec = get_loader(library)
     processes = spec.torch_workers and workers > 0
     params: dict[str, Any] = {
@@ -131,6 +173,7 @@ def loader_case(
         params["compute_kind"] = compute_kind
     if batch_timeout_s is not None:
         params["batch_timeout_s"] = batch_timeout_s
+    services, columns = _storage(config, params, network_shape)
     return spec_case(
         spec,
         stage="loader",
@@ -139,7 +182,30 @@ def loader_case(
         params=params,
         requires=_requires(spec, config),
         check=_check(params),
+        services=services,
+        columns=columns,
     )
+
+
+def _storage(
+    config: PipelineConfig, params: dict[str, Any], network_shape: str | None
+) -> tuple[tuple[str, ...], dict[str, Any]]:
+    """(services, row columns) of the case's storage; S3 parameters go into ``params``. Local
+    cases keep their parameters (and ids): ``storage`` is only their row column."""
+    if config.storage != S3:
+        if network_shape is not None:
+            raise ValueError(f"{config.label}: a network shape is for S3 pipelines only")
+        return (), {"storage": config.storage}
+    from imgbench.objectstore.session import service_name
+    from imgbench.objectstore.shaping import UNSHAPED, shape_named
+
+    shape = shape_named(network_shape) if network_shape else UNSHAPED
+    params["storage"] = S3
+    if not shape.unshaped:
+        params |= shape.params()
+    # the shape is in a skipped row too (no path was set up to fill the columns)
+    shaping = "none" if shape.unshaped else shape.name
+    return (service_name(shape),), {"storage": S3, "network_shaping": shaping}
 
 
 def batches_per_round(plan: LoaderPlan, workers: int, spec: LoaderSpec) -> int:
@@ -154,6 +220,9 @@ def variant_name(config: PipelineConfig, params: dict[str, Any]) -> str:
     if config.augment != NO_AUGMENT and config.recipe != DEFAULT_PIPELINE.recipe:
         augment += "-" + config.recipe.removeprefix("train-")
     parts = [f"{config.format}-{config.decoder.split('/')[0]}-{augment}"]
+    if config.storage != LOCAL:  # its own curve: the same pipeline from the bucket
+        shaping = params.get("network_shaping")
+        parts.append(f"{config.storage}-{shaping}" if shaping else config.storage)
     if params.get("start_method") not in (None, "fork"):
         parts.append(params["start_method"])
     if params.get("persistent_workers") is False:
@@ -179,9 +248,11 @@ def _requires(spec: LoaderSpec, config: PipelineConfig) -> tuple[str, ...]:
     if config.augment != NO_AUGMENT:
         needed += get_library(config.augment).requires
     if config.format != FILES and config.format not in spec.own_formats:
-        from imgbench.formats.registry import get_format
+        from imgbench.formats.registry import get_format, get_s3_format
 
         needed += get_format(config.format).requires
+        if config.storage == S3:  # a missing boto3 or webdataset: a skipped row naming it
+            needed += get_s3_format(config.format).requires
     return tuple(dict.fromkeys(needed))
 
 
@@ -198,12 +269,22 @@ def _check(params: dict[str, Any]) -> Callable[[], str | None]:
 
 
 # -- prepare ------------------------------------------------------------------------------------
-def make_source(ctx: CaseContext, config: PipelineConfig, own_formats: tuple[str, ...] = ()) -> Any:
+def make_source(
+    ctx: CaseContext,
+    config: PipelineConfig,
+    own_formats: tuple[str, ...] = (),
+    access: S3Access | None = None,
+) -> Any:
     """The pipeline's samples: the dataset's files, or a built imgbench format (or the files,
-    for a loader that builds ``config.format`` itself)."""
+    for a loader that builds ``config.format`` itself), or, for S3 storage, that build uploaded
+    to the session's bucket, read through ``access`` (:func:`s3_source`)."""
     from imgbench.loaders.pipeline import FileSource, FormatSource
 
     entries = _entries_for(ctx, config)
+    if config.storage == S3:
+        if access is None:
+            raise ValueError(f"{config.label}: an S3 pipeline needs the case's S3 access")
+        return s3_source(ctx, config, access)[0]
     if config.format == FILES or config.format in own_formats:
         classes = sorted({e.label for e in entries if e.label is not None})
         index = {name: i for i, name in enumerate(classes)}
@@ -214,6 +295,41 @@ def make_source(ctx: CaseContext, config: PipelineConfig, own_formats: tuple[str
 
     report = built_format(ctx, get_format(config.format))
     return FormatSource(config.format, report.path, report.meta.count)
+
+
+def s3_source(
+    ctx: CaseContext, config: PipelineConfig, access: S3Access
+) -> tuple[S3FormatSource, dict[str, Any]]:
+    """The session's upload of ``config.format``'s local build (made once, by the format stage
+    or the first case to need it; round-tripped against the source files before any timing: a
+    bad upload is a failed row), as a source read through ``access``'s path, and what the row
+    records about it."""
+    import pytest
+
+    from imgbench.formats.base import read_keys
+    from imgbench.formats.registry import get_format, get_s3_format
+    from imgbench.formats.s3_cases import uploaded_store, verified_upload
+    from imgbench.formats.session import built_format
+    from imgbench.loaders.pipeline import S3FormatSource
+
+    spec = get_s3_format(config.format)
+    upload = uploaded_store(ctx, spec, access.server_endpoint)  # untimed set-up: the server
+    verdict = verified_upload(ctx, spec, access.server_endpoint, upload)
+    if not verdict.ok:
+        pytest.fail(verdict.reason(), pytrace=False)
+    local = built_format(ctx, get_format(spec.name))
+    labels = [label for _, label in read_keys(local.path)]
+    source = S3FormatSource(spec.name, access.endpoint, upload.prefix, upload.meta, labels)
+    extra = {
+        "s3_client": spec.client,
+        "s3_prefix": upload.prefix,
+        "stored_bytes": upload.stored_bytes,
+        "stored_objects": upload.objects,
+        "upload_s": round(upload.seconds, 6),
+        "verified_records": verdict.records,
+        **access.extra(),
+    }
+    return source, extra
 
 
 def _entries_for(ctx: CaseContext, config: PipelineConfig) -> list[Any]:
@@ -252,9 +368,17 @@ def prepare_loader(
         decoder=params["decoder"],
         augment=augment,
         recipe=recipe or DEFAULT_PIPELINE.recipe,
+        storage=S3 if params.get("storage") == S3 else LOCAL,
     )
     spec = get_loader(case.library)
-    source = make_source(ctx, config, spec.own_formats)
+    storage_extra: dict[str, Any] = {}
+    if config.storage == S3:
+        from imgbench.formats.s3_cases import case_access
+
+        _entries_for(ctx, config)  # no image the decoder reads: skipped, before any upload
+        source, storage_extra = s3_source(ctx, config, case_access(ctx, case))
+    else:
+        source = make_source(ctx, config, spec.own_formats)
     labels = known_labels(source)
     if wrap is not None:
         source = wrap(source)
@@ -288,6 +412,7 @@ def prepare_loader(
         images_in_pool=len(pipeline),
         loader_note=spec.note or None,
         sampling="endless reshuffled epochs: one iterator for the whole measurement",
+        **storage_extra,
     )
     run.start()
     run.extra["pipeline_versions"] = pipeline_versions(config, spec)  # after start: what imported
@@ -297,7 +422,7 @@ def prepare_loader(
         fn=run.step,
         images_per_item=batch_size,
         megapixels_per_round=n_batches * batch_size * side * side / 1e6,
-        cache_method="warm: the pool of images is re-read every epoch and stays in the page cache",
+        cache_method=S3_CACHE_METHOD if config.storage == S3 else LOCAL_CACHE_METHOD,
         extra=run.extra,
         close=run.close,
     )
@@ -338,6 +463,10 @@ def pipeline_versions(config: PipelineConfig, spec: LoaderSpec) -> dict[str, str
     if config.format != FILES and config.format not in spec.own_formats:
         fmt = get_format(config.format)
         dists.append(fmt.dist)
+        if config.storage == S3:  # the S3 reader's library, and the client under it
+            from imgbench.formats.registry import get_s3_format
+
+            dists += [get_s3_format(config.format).dist, "boto3"]
         own = fmt.version()  # e.g. sqlite: the library's version, not a distribution's
         if own is not None:
             versions[fmt.library] = own

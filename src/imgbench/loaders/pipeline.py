@@ -16,15 +16,22 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Final, Literal
 
 import numpy as np
 
 from imgbench.loaders.base import Batch, clock
 
+if TYPE_CHECKING:
+    from imgbench.formats.base import FormatMeta
+    from imgbench.objectstore.server import S3Endpoint
+
 STAGES = ("read", "decode", "augment")  # per sample; "collate" is per batch
 FILES = "files"  # the dataset's own image files, one read per sample (an image folder)
 NO_AUGMENT = "none"  # decode only; the arrays pass through as a list (no tensor)
+# where a format's store lives (PipelineConfig.storage)
+LOCAL: Final = "local"
+S3: Final = "s3"
 
 
 @dataclass(frozen=True)
@@ -35,11 +42,15 @@ class PipelineConfig:
     decoder: str = "opencv/imdecode-rgb"  # readers registry "library/variant"
     augment: str = "albumentations/numpy"  # augment registry "library/variant", or NO_AUGMENT
     recipe: str = "train-classification"  # augment pipeline name
+    # where the format's store lives: a folder on the dataset's disk, or the session's S3 bucket
+    # (the local build uploaded; formats with an S3 reader, imgbench.formats.registry.S3_FORMATS)
+    storage: Literal["local", "s3"] = LOCAL
 
     @property
     def label(self) -> str:
         aug = self.augment if self.augment == NO_AUGMENT else f"{self.augment}:{self.recipe}"
-        return f"{self.format} > {self.decoder} > {aug}"
+        where = f"{self.storage}:{self.format}" if self.storage != LOCAL else self.format
+        return f"{where} > {self.decoder} > {aug}"
 
 
 # -- sources: index -> (payload, label) ----------------------------------------------------------
@@ -86,6 +97,54 @@ class FormatSource:
             from imgbench.formats.registry import get_format
 
             self._reader = open_format(get_format(self.name), self.path)
+            self._pid = os.getpid()
+        return self._reader
+
+    def __getitem__(self, index: int) -> tuple[Any, int]:
+        return self._open()[index]
+
+    def close(self) -> None:
+        if self._reader is not None and self._pid == os.getpid():
+            self._reader.close()
+        self._reader = None
+
+
+class S3FormatSource:
+    """A store in the session's S3 bucket (a format's local build uploaded), read through the
+    format's S3 reader (``imgbench.formats.s3.open_s3``): one GET per sample, a ranged one into
+    a tar shard or a whole object per image.
+
+    The reader (and its boto3 client, whose connection pool is not fork-safe) is opened lazily,
+    once per process: a DataLoader worker opens its own on its first sample, and a pickled or
+    forked source carries only the endpoint, the prefix and the store's marker. ``labels`` are
+    the local build's key list, so the first batch's labels are checked without a request."""
+
+    def __init__(
+        self,
+        name: str,
+        endpoint: S3Endpoint,
+        prefix: str,
+        meta: FormatMeta,
+        labels: Sequence[int],
+    ) -> None:
+        self.name, self.endpoint, self.prefix, self.meta = name, endpoint, prefix, meta
+        self.labels = np.asarray(labels, dtype=np.int64)
+        self._reader: Any = None
+        self._pid = -1
+
+    def __len__(self) -> int:
+        return self.meta.count
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {**self.__dict__, "_reader": None, "_pid": -1}
+
+    def _open(self) -> Any:
+        if self._reader is None or self._pid != os.getpid():
+            from imgbench.formats.registry import get_s3_format
+            from imgbench.formats.s3 import open_s3
+
+            spec = get_s3_format(self.name)
+            self._reader = open_s3(spec, self.endpoint, self.prefix, meta=self.meta)
             self._pid = os.getpid()
         return self._reader
 

@@ -32,10 +32,21 @@ class LoaderPlan(StagePlan):
     au_accelerators: tuple[int, ...] = (100, 200)  # emulated accelerator speeds, images/s
     cow_workers: tuple[int, ...] = (0, 2, 4)  # the copy-on-access memory experiment
     cow_entries: int = 1_000_000
+    # pipelines whose store is in the session's S3 bucket (storage "s3"), each swept over
+    # s3_workers with the first emulated accelerator speed (AU: how many workers hide the
+    # network), once per network shape (imgbench.objectstore.shaping names; rtt0ms-unlimited
+    # is the server's own address, the others a shaped path the session sets up once)
+    s3_pipelines: tuple[str, ...] = ("s3-tar",)
+    s3_workers: Literal["auto"] | tuple[int, ...] = "auto"  # auto: the sweep's workers()
+    s3_network_shapes: tuple[str, ...] = ("rtt0ms-unlimited",)
 
     def baseline_workers(self) -> tuple[int, ...]:
         """0 workers and one per core: the common default as it is usually run."""
         return (0, os.cpu_count() or 2)
+
+    def s3_worker_counts(self) -> tuple[int, ...]:
+        """The worker counts of the S3 sweep."""
+        return self.workers() if self.s3_workers == "auto" else self.s3_workers
 
     def workers(self) -> tuple[int, ...]:
         """The worker counts of the sweep."""

@@ -29,6 +29,11 @@ NAMED_PIPELINES: dict[str, PipelineConfig] = {
     "tensorflow-tfrecord": PipelineConfig(
         format="tfrecord", decoder="tensorflow/decode-jpeg", augment="tensorflow"
     ),
+    # from the session's S3 bucket (the local build uploaded; LoaderPlan.s3_pipelines): tar
+    # shards, one ranged GET per sample at its index offset (as wids reads shards over HTTP),
+    # and one object per image, one GET per sample
+    "s3-tar": PipelineConfig(format="tar", storage="s3"),
+    "s3-objects": PipelineConfig(format="folder", storage="s3"),
 }
 
 

@@ -78,7 +78,8 @@ _FIELDS: list[tuple[str, pa.DataType, str]] = [
     (
         "storage",
         pa.string(),
-        "format stage: where the store lives, local (a folder on this disk) | s3 (a bucket)",
+        "format and loader stages: where the store lives, local (a folder on this disk) | s3 "
+        "(a bucket)",
     ),
     (
         "storage_endpoint",
