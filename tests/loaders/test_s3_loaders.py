@@ -32,9 +32,10 @@ s3_pipelines = {pipelines}
 s3_workers = {workers}
 s3_network_shapes = {shapes}
 """
-# what the local DataLoader rows were called before S3 loaders existed: comparisons join on it
+# what the local DataLoader rows are called (batches_per_round 2 at 0 workers since the default
+# thinned; a worker gets two): S3 rows must not change them, comparisons join on them
 LOCAL_ID_0 = (
-    "loader/torch-dataloader/files-opencv-albumentations[batch_size=32,batches_per_round=4,"
+    "loader/torch-dataloader/files-opencv-albumentations[batch_size=32,batches_per_round=2,"
     "decoder=opencv/imdecode-rgb,format=files,pipeline=albumentations/numpy:train-classification,"
     "prefetch_factor=default,threads=1,workers=0]"
 )
