@@ -16,6 +16,8 @@ EXTRAS ?= all
 STAMP := $(VENV)/.imgbench-installed
 # the tensorflow environment (tf.data, Keras, TensorFlow's decoders), tested by make test
 TF_ENV := .venvs/tensorflow/.imgbench-env-built
+# the mosaic environment (Mosaic Streaming, the `mds` format), tested by make test
+MOSAIC_ENV := .venvs/mosaic/.imgbench-env-built
 
 .PHONY: setup bench test lint format clean-results
 
@@ -43,7 +45,11 @@ $(TF_ENV): $(STAMP)
 	$(VENV)/bin/imgbench env create tensorflow
 	@touch $@
 
-test: setup $(TF_ENV)
+$(MOSAIC_ENV): $(STAMP)
+	$(VENV)/bin/imgbench env create mosaic
+	@touch $@
+
+test: setup $(TF_ENV) $(MOSAIC_ENV)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
