@@ -147,14 +147,12 @@ MOSAIC_STREAMING = "mosaicml-streaming==0.13.*"
 
 
 def install_mosaic(pip: Pip) -> None:
-    """torch (a CPU wheel from pip's find-links when this machine has one, else PyPI's), the
-    torchvision of that torch, the modules ``import streaming`` needs, then streaming --no-deps."""
-    if pip.tries("--no-index", "--no-deps", "torch"):  # a wheel on this machine's disk
-        pip.say(f"torch {pip.version('torch')} from pip's find-links")
-    else:
-        pip.install("torch")
+    """torch from PyPI and the torchvision paired with it, the modules ``import streaming`` needs,
+    then streaming --no-deps. Not the CPU torch wheel this image keeps in pip's find-links: PyPI's
+    torchvision is built against the CUDA torch (its ``_C.so`` needs ``libtorch_cuda.so``), and with
+    the CPU torch ``import torchvision`` fails ("operator torchvision::nms does not exist")."""
+    pip.install("torch")
     torch_version = pip.version("torch")
-    pip.install(f"torch=={torch_version}")  # torch's own dependencies, torch as it is
     major, minor = (int(part) for part in torch_version.split("+")[0].split(".")[:2])
     if major != 2:
         raise EnvError(f"torch {torch_version}: no torchvision rule for torch {major}.x")
