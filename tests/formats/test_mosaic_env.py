@@ -151,7 +151,7 @@ def test_mds_store_round_trips_locally_and_from_s3(photo_dir: Path, tmp_path: Pa
     assert out["cache_left"] == [] and out["env_restored"]
     assert out["deleted"] == out["upload"][0] + 2  # + imgbench's key list and marker
     # streaming's file locks (TMPDIR) and shared memory are freed by the readers' close()
-    assert list((tmp_path / "tmp").iterdir()) == []
+    assert list((tmp_path / "tmp").glob("*_filelock")) == []  # (torch leaves torchinductor_*)
     assert _streaming_shm() <= shm_before
 
 
@@ -224,7 +224,10 @@ def test_mds_cases_in_the_mosaic_session(photo_dir: Path, tmp_path: Path) -> Non
         ("s3", "read", "sequential", "n/a"),
         ("s3", "read", "shuffled", "n/a"),
     }
-    assert (rows.extra.map(lambda e: e["verified_records"]) == count).all()
+    # every record of the store compared with its source before timing (the profile's first 16
+    # images, less any the dataset scan left out)
+    assert rows.extra.map(lambda e: e["verified_records"] == e["records"] > 8).all()
+    assert rows.extra.map(lambda e: e["records"] <= min(16, count)).all()
     assert (rows.images_per_s_median > 0).all()
     s3_reads = rows[(rows.storage == "s3") & rows.params.map(lambda p: p["mode"] == "read")]
     for extra in s3_reads.extra:

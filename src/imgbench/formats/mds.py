@@ -58,7 +58,7 @@ def write(out: Path, records: Iterable[Record], plan: WritePlan) -> None:
 
 
 def open_dataset(local: str, remote: str | None = None) -> Any:
-    """A ``StreamingDataset`` read in order: unshuffled, one canonical node, no batching."""
+    """A ``StreamingDataset`` read in order: unshuffled, one canonical node, batches of one."""
     from streaming import StreamingDataset
 
     return StreamingDataset(
@@ -66,7 +66,7 @@ def open_dataset(local: str, remote: str | None = None) -> Any:
         remote=remote,
         shuffle=False,
         num_canonical_nodes=1,
-        batch_size=None,
+        batch_size=1,  # iteration requires one (per device); records are read one at a time
         download_retry=1,
     )
 
