@@ -80,7 +80,7 @@ def run(
     benches: Annotated[Path | None, typer.Option(help="folder of bench files")] = None,
     env_name: Annotated[
         str | None,
-        typer.Option("--env", help="only this environment: main, pillow-simd, tensorflow"),
+        typer.Option("--env", help="only this environment: main, pillow-simd, tensorflow, mosaic"),
     ] = None,
     with_envs: Annotated[
         bool,
@@ -324,7 +324,7 @@ def results_import(
 
 
 env_app = typer.Typer(
-    help="Libraries of the matrix, and the isolated environments (pillow-simd, tensorflow).",
+    help="Libraries of the matrix, and the isolated environments (pillow-simd, tensorflow, mosaic).",
     invoke_without_command=True,
 )
 app.add_typer(env_app, name="env")
@@ -332,7 +332,7 @@ app.add_typer(env_app, name="env")
 
 @env_app.command("create")
 def env_create(
-    name: Annotated[str, typer.Argument(help="pillow-simd | tensorflow")],
+    name: Annotated[str, typer.Argument(help="pillow-simd | tensorflow | mosaic")],
 ) -> None:
     """Build an isolated venv under .venvs/NAME with imgbench and that library, verified."""
     from imgbench.envs import EnvError, create_env

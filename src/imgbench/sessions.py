@@ -1,6 +1,6 @@
 """What one `imgbench run` executes: a pytest session per environment and dataset.
 
-A profile's matrix spans the main environment, the isolated ones (pillow-simd, TensorFlow: each
+A profile's matrix spans the main environment, the isolated ones (pillow-simd, TensorFlow, Mosaic: each
 runs only its own cases) and, for the stages marked ``extra_datasets`` (readers, loaders), extra
 datasets so that every codec and the whole pipeline are measured on real photos (with the
 profile's ``extra_dataset_plans`` there).

@@ -48,7 +48,7 @@ def test_python_for_a_missing_env_says_how_to_create_it(tmp_path: Path) -> None:
     with pytest.raises(EnvError, match="imgbench env create pillow-simd"):
         python_for("pillow-simd", root=tmp_path)
     with pytest.raises(
-        EnvError, match="unknown environment 'nope'; known: pillow-simd, tensorflow"
+        EnvError, match="unknown environment 'nope'; known: pillow-simd, tensorflow, mosaic"
     ):
         env_dir("nope")
 
@@ -127,3 +127,32 @@ for variant in ("decode-image", "decode-jpeg"):
 
 def test_this_interpreter_is_not_an_env() -> None:
     assert ".venvs" not in Path(sys.prefix).parts[-2:]
+
+
+def test_a_case_of_an_env_not_built_here_says_how_to_build_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from imgbench.envs import environment_problem, is_built
+    from imgbench.formats.registry import get_format
+
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'x'\n")
+    (tmp_path / "benches").mkdir()
+    monkeypatch.chdir(tmp_path)  # this folder is the checkout: it has no .venvs/
+    assert not is_built("mosaic") and environment_problem("main") is None
+    reason = "mosaic env not built: `imgbench env create mosaic`"
+    assert environment_problem("mosaic") == reason
+    assert get_format("mds").unmet_requirement() == reason  # before its imports are tried
+    assert environment_problem("nope") == "nope env not built: `imgbench env create nope`"
+
+
+def test_mosaic_env_has_streaming_without_downgrading_numpy() -> None:
+    python = _existing("mosaic")
+    facts = verify_env("mosaic", ROOT)
+    assert (
+        facts["streaming"].startswith("0.13.") and facts["mosaicml-streaming"] == facts["streaming"]
+    )
+    major, minor = (int(x) for x in facts["numpy"].split(".")[:2])
+    assert (major, minor) >= (2, 2), facts  # streaming declares numpy<2.2: installed --no-deps
+    code = "from imgbench.envs import current_environment; print(current_environment())"
+    out = subprocess.run([str(python), "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["mosaic"]

@@ -129,6 +129,17 @@ FORMATS: tuple[FormatSpec, ...] = (
         requires=("litdata",),
         dist="litdata",
     ),
+    FormatSpec(
+        name="mds",
+        library="mosaic-streaming",
+        variant="mds-shards",
+        module=_M + "mds",
+        requires=("streaming",),
+        dist="mosaicml-streaming",
+        environment="mosaic",  # mosaicml-streaming downgrades numpy in the main env
+        default=False,  # its own env and session: in `full`, or by name
+        note="MDSWriter shards read with StreamingDataset, in the mosaic environment",
+    ),
 )
 
 # Readers of formats uploaded to S3 (FormatPlan.storages "s3"): one adapter module each, named
@@ -170,6 +181,17 @@ S3_FORMATS: tuple[S3FormatSpec, ...] = (
         dist="pyarrow",
         client="pyarrow.fs.S3FileSystem",
     ),
+    S3FormatSpec(
+        name="mds",
+        library="mosaic-streaming",
+        variant="mds-shards",
+        module=_M + "s3_mds",
+        requires=("streaming", "boto3"),
+        dist="mosaicml-streaming",
+        environment="mosaic",
+        default=False,
+        client="streaming StreamingDataset (boto3 shard downloads, S3_ENDPOINT_URL)",
+    ),
 )
 
 # Formats from posts that cannot run on a current stack: listed by `imgbench env`.
@@ -182,10 +204,6 @@ UNAVAILABLE: tuple[tuple[str, str], ...] = (
     (
         "ffcv (.beton)",
         "needs apt libopencv-dev libturbojpeg0-dev and a source build, and re-encodes images",
-    ),
-    (
-        "mosaicml-streaming (MDS)",
-        "downgrades numpy to 2.1.3 and huggingface-hub in the main environment",
     ),
 )
 

@@ -49,6 +49,7 @@ def unmet_requirement(spec: FormatSpec) -> str | None:
         variant=spec.variant,
         prepare=None,  # type: ignore[arg-type]  # a requirement probe is never prepared
         requires=spec.requires,
+        environment=spec.environment,
     )
     return probe.unmet_requirement()
 

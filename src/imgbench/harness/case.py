@@ -10,7 +10,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from imgbench.library import missing_module
+from imgbench.library import missing_module, wrong_environment
 
 if TYPE_CHECKING:
     from imgbench.harness.cache import CacheControl
@@ -87,7 +87,9 @@ class Case:
 
     def unmet_requirement(self) -> str | None:
         """Why this case cannot run here, or None."""
-        reason = missing_module(self.library, self.requires)
+        reason = wrong_environment(self.environment)
+        if reason is None:
+            reason = missing_module(self.library, self.requires)
         if reason is None and self.check is not None:
             reason = self.check()
         return reason

@@ -75,6 +75,9 @@ class SessionState:
     rows: list[dict[str, Any]] = field(default_factory=list)
     # cases left to their own environment's session, by environment: counted, never a row
     elsewhere: dict[str, int] = field(default_factory=dict)
+    # isolated environments not built here, that this profile's `imgbench run` would not build:
+    # their cases are skipped rows with this reason (environment -> reason)
+    unbuilt: dict[str, str] = field(default_factory=dict)
     _context: CaseContext | None = None
     _dataset_error: str | None = None
     _server: WorkerServer | None = None
@@ -207,7 +210,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--imgbench-env",
         metavar="NAME",
         default="main",
-        help="the isolated environment this session runs in (main, pillow-simd, tensorflow)",
+        help="the isolated environment this session runs in (main, pillow-simd, tensorflow, mosaic)",
     )
     group.addoption(
         "--imgbench-secondary",
@@ -348,11 +351,33 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     # Each session runs only its own environment's cases: the others are measured by their
     # environment's session (`imgbench run` starts it), so here they are counted, not written as
     # skipped rows that would drown the real reasons.
+    # A case of an isolated environment that is not built here and that `imgbench run` would not
+    # build for this profile (not in its ``environments``) is measured by no session: it stays,
+    # as a skipped row saying how to build that environment.
+    kept = []
     for case in cases:
-        if case.environment != state.environment:
+        if case.environment == state.environment:
+            kept.append(case)
+        elif reason := unmeasured_reason(case.environment, state):
+            state.unbuilt[case.environment] = reason
+            kept.append(case)
+        else:
             state.elsewhere[case.environment] = state.elsewhere.get(case.environment, 0) + 1
-    cases = [c for c in cases if c.environment == state.environment]
+    cases = kept
     metafunc.parametrize("imgbench_case", cases, ids=[c.test_id for c in cases])
+
+
+def unmeasured_reason(environment: str, state: SessionState) -> str | None:
+    """Why no session measures the cases of an isolated ``environment`` that this main session
+    collects: it is not built here, and this profile's `imgbench run` would not build it (not in
+    ``Profile.environments``). None when that environment's own session measures them."""
+    if state.environment != "main" or environment in state.profile.environments:
+        return None
+    from imgbench.envs import is_built
+
+    if is_built(environment):
+        return None
+    return f"{environment} env not built: `imgbench env create {environment}`"
 
 
 class Harness:
@@ -365,6 +390,8 @@ class Harness:
 
     def measure(self, case: Case) -> Measurement:
         self._item.stash[CASE_KEY] = case
+        if case.environment in self._state.unbuilt:  # no session measures it: a skipped row
+            pytest.skip(self._state.unbuilt[case.environment])
         if case.environment != self._state.environment:
             self._item.stash[RECORDED_KEY] = True  # its own environment's session writes its row
             envs = self._state.elsewhere
@@ -559,7 +586,8 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     for item in session.items:
         case = _case_of(item)
         if case is not None:
-            required.update(case.requires)
+            if case.environment not in state.unbuilt:  # skipped rows: nothing to import
+                required.update(case.requires)
             listing.append(case_listing(item, case))
     state.preload = tuple(sorted(required))
     out = session.config.getoption("imgbench_list_cases", None)
