@@ -4,8 +4,6 @@ SeaweedFS server (started and stopped by the session, as `make bench` does; no m
 from __future__ import annotations
 
 import dataclasses
-import json
-import os
 from pathlib import Path
 
 import pandas as pd
@@ -14,8 +12,7 @@ import pytest
 from imgbench.loaders.cases import loader_case, loader_cases
 from imgbench.loaders.plan import LoaderPlan
 from imgbench.profiles import get_profile
-from tests.conftest import run_pytest
-from tests.objectstore.conftest import needs_weed, weed_processes
+from tests.objectstore.conftest import needs_weed, run_s3_session
 
 REPO = Path(__file__).resolve().parents[2]
 BENCH = REPO / "benches" / "bench_loaders.py"
@@ -129,40 +126,15 @@ def _run(
 ) -> tuple[pd.DataFrame, int]:
     """`pytest benches/bench_loaders.py -k s3` in a fresh session; the rows, and its exit code.
     Checks that its server, its data folder and its built stores are gone afterwards."""
-    scratch = out / "scratch"
-    scratch.mkdir()
     profile = PROFILE.format(pipelines=pipelines, workers=workers, shapes=shapes)
-    (out / "pyproject.toml").write_text(profile)
-    tmp = out / "tmp"  # the session's server keeps its data folder here, and only there
-    tmp.mkdir()
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("PYTHONPATH", os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]))
-        patch.setenv("IMGBENCH_FORMATS_DIR", str(scratch))
-        patch.setenv("TMPDIR", str(tmp))
-        for key, value in (env or {}).items():
-            patch.setenv(key, value)
-        proc = run_pytest(
-            [
-                str(BENCH),
-                f"--dataset={dataset}",
-                f"--imgbench-results={out / 'results'}",
-                "--imgbench-profile=s3loaders",
-                "--imgbench-host-gate=0",  # correctness, not timing: no re-timed rounds
-                "-k",
-                "s3",
-            ],
-            cwd=out,
-            timeout=400,
-        )
-    assert weed_processes(str(tmp)) == [], "an S3 server outlived the session"
-    assert [p.name for p in tmp.iterdir() if p.name.startswith("imgbench-s3-")] == []
-    assert list(scratch.iterdir()) == []
-    assert proc.returncode in (0, 1), proc.stdout[-4000:] + proc.stderr[-3000:]
-    (parquet,) = (out / "results").glob("*.parquet")
-    frame = pd.read_parquet(parquet)
-    frame["extra"] = frame["extra_json"].map(lambda s: json.loads(s) if isinstance(s, str) else {})
-    frame["params"] = frame["params_json"].map(json.loads)
-    return frame, proc.returncode
+    return run_s3_session(
+        out,
+        BENCH,
+        ("s3loaders", profile),
+        [f"--dataset={dataset}", "-k", "s3"],
+        env=env,
+        timeout=400,
+    )
 
 
 @needs_weed

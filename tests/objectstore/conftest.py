@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import json
+import os
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
 
+import pandas as pd
 import psutil
 import pytest
 
 from imgbench.objectstore.server import S3Server, start_server, weed_missing
 
+REPO = Path(__file__).resolve().parents[2]
 needs_weed = pytest.mark.skipif(weed_missing() is not None, reason=weed_missing() or "")
 
 
@@ -43,3 +48,50 @@ def s3_server() -> Iterator[S3Server]:
     with start_server("imgbench-tests") as server:
         yield server
     assert_gone(server)
+
+
+def run_s3_session(
+    out: Path,
+    bench: Path,
+    profile: tuple[str, str],
+    args: Sequence[str],
+    *,
+    env: Mapping[str, str] | None = None,
+    timeout: int = 300,
+) -> tuple[pd.DataFrame, int]:
+    """`pytest BENCH ARGS` in a fresh session under the profile ``(name, pyproject text)``; its rows
+    and exit code. Checks that its servers, their data folders and its built stores are gone."""
+    from tests.conftest import run_pytest
+
+    scratch = out / "scratch"
+    scratch.mkdir()
+    name, text = profile
+    (out / "pyproject.toml").write_text(text)
+    tmp = out / "tmp"  # the session's servers keep their data folders here, and only there
+    tmp.mkdir()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("PYTHONPATH", os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]))
+        patch.setenv("IMGBENCH_FORMATS_DIR", str(scratch))
+        patch.setenv("TMPDIR", str(tmp))
+        for key, value in (env or {}).items():
+            patch.setenv(key, value)
+        proc = run_pytest(
+            [
+                str(bench),
+                f"--imgbench-results={out / 'results'}",
+                f"--imgbench-profile={name}",
+                "--imgbench-host-gate=0",  # correctness, not timing: no re-timed rounds
+                *args,
+            ],
+            cwd=out,
+            timeout=timeout,
+        )
+    assert weed_processes(str(tmp)) == [], "an S3 server outlived the session"
+    assert [p.name for p in tmp.iterdir() if p.name.startswith("imgbench-s3-")] == []
+    assert list(scratch.iterdir()) == []
+    assert proc.returncode in (0, 1), proc.stdout[-4000:] + proc.stderr[-3000:]
+    (parquet,) = (out / "results").glob("*.parquet")
+    frame = pd.read_parquet(parquet)
+    frame["extra"] = frame["extra_json"].map(lambda s: json.loads(s) if isinstance(s, str) else {})
+    frame["params"] = frame["params_json"].map(json.loads)
+    return frame, proc.returncode

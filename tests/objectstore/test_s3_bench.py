@@ -2,16 +2,12 @@
 
 from __future__ import annotations
 
-import json
-import os
 from pathlib import Path
 
 import pandas as pd
-import pytest
 
 from imgbench.objectstore.shaping import leftovers, shape_named, shaping_unavailable_reason
-from tests.conftest import run_pytest
-from tests.objectstore.conftest import needs_weed, weed_processes
+from tests.objectstore.conftest import needs_weed, run_s3_session
 
 REPO = Path(__file__).resolve().parents[2]
 BENCH = REPO / "benches" / "bench_formats.py"
@@ -42,39 +38,10 @@ def _run(
     shapes: str = '["rtt0ms-unlimited"]',
     env: dict[str, str] | None = None,
 ) -> tuple[pd.DataFrame, int]:
-    scratch = out / "scratch"
-    scratch.mkdir()
     profile = PROFILE.format(libraries=libraries, storages=storages, orders=orders, shapes=shapes)
-    (out / "pyproject.toml").write_text(profile)
-    tmp = out / "tmp"  # the session's servers keep their data folders here, and only there
-    tmp.mkdir()
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("PYTHONPATH", os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]))
-        patch.setenv("IMGBENCH_FORMATS_DIR", str(scratch))
-        patch.setenv("TMPDIR", str(tmp))
-        for key, value in (env or {}).items():
-            patch.setenv(key, value)
-        proc = run_pytest(
-            [
-                str(BENCH),
-                f"--dataset={dataset}",
-                f"--imgbench-results={out / 'results'}",
-                "--imgbench-profile=s3test",
-                "--imgbench-host-gate=0",  # correctness, not timing: no re-timed rounds
-                *args,
-            ],
-            cwd=out,
-            timeout=300,
-        )
-    assert weed_processes(str(tmp)) == [], "an S3 server outlived the session"
-    assert [p.name for p in tmp.iterdir() if p.name.startswith("imgbench-s3-")] == []
-    assert list(scratch.iterdir()) == []
-    assert proc.returncode in (0, 1), proc.stdout[-4000:] + proc.stderr[-3000:]
-    (parquet,) = (out / "results").glob("*.parquet")
-    frame = pd.read_parquet(parquet)
-    frame["extra"] = frame["extra_json"].map(lambda s: json.loads(s) if isinstance(s, str) else {})
-    frame["params"] = frame["params_json"].map(json.loads)
-    return frame, proc.returncode
+    return run_s3_session(
+        out, BENCH, ("s3test", profile), [f"--dataset={dataset}", *args], env=env, timeout=300
+    )
 
 
 @needs_weed

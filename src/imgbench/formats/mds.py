@@ -101,10 +101,10 @@ def release(dataset: Any) -> None:
         Path(gettempdir(), f"{prefix:06}_{name}").unlink(missing_ok=True)
 
 
-class Reader(BaseReader):
-    def __init__(self, path: Path, meta: FormatMeta) -> None:
-        super().__init__(path, meta)
-        self._dataset: Any = open_dataset(os.fspath(self.path))
+class OverDataset:
+    """Records by index and in order from ``self._dataset`` (local and S3 readers share it)."""
+
+    _dataset: Any
 
     def __len__(self) -> int:
         return int(self._dataset.num_samples)
@@ -114,13 +114,18 @@ class Reader(BaseReader):
 
     def __iter__(self) -> Iterator[tuple[bytes, int]]:
         dataset = self._dataset
-        iterator = iter(dataset)
         try:
-            for sample in iterator:
+            for sample in dataset:
                 yield item(sample)
         finally:  # stopped early (a round ends mid-store): its threads stop with it
             if getattr(dataset, "_iterator", None) is not None:
                 dataset._iterator.exit()
+
+
+class Reader(OverDataset, BaseReader):
+    def __init__(self, path: Path, meta: FormatMeta) -> None:
+        super().__init__(path, meta)
+        self._dataset = open_dataset(os.fspath(self.path))
 
     def close(self) -> None:
         release(self._dataset)

@@ -16,17 +16,16 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from imgbench.formats.base import FormatMeta, check_index
-from imgbench.formats.mds import item, open_dataset, release
+from imgbench.formats.base import FormatMeta
+from imgbench.formats.mds import OverDataset, open_dataset, release
 from imgbench.formats.s3 import S3Reader
 from imgbench.objectstore.server import S3Endpoint
 
 
-class Reader(S3Reader):
+class Reader(OverDataset, S3Reader):
     def __init__(
         self, endpoint: S3Endpoint, prefix: str, meta: FormatMeta, scratch: Path | None = None
     ) -> None:
@@ -52,21 +51,6 @@ class Reader(S3Reader):
             os.environ.update(wanted)
         self._cache = tempfile.mkdtemp(prefix="mds-cache-", dir=self.scratch)
         self._dataset = open_dataset(self._cache, remote=self.url())
-
-    def __len__(self) -> int:
-        return int(self._dataset.num_samples)
-
-    def __getitem__(self, index: int) -> tuple[bytes, int]:
-        return item(self._dataset[check_index(index, int(self._dataset.num_samples))])
-
-    def __iter__(self) -> Iterator[tuple[bytes, int]]:
-        dataset = self._dataset
-        try:
-            for sample in dataset:
-                yield item(sample)
-        finally:
-            if getattr(dataset, "_iterator", None) is not None:
-                dataset._iterator.exit()
 
     def drop_cache(self) -> None:
         self._close_dataset()

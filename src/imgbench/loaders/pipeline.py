@@ -70,33 +70,22 @@ class FileSource:
             return handle.read(), int(self.labels[index])
 
 
-class FormatSource:
-    """A built imgbench format, opened lazily once per process (LMDB and HDF5 handles must not
-    cross a fork)."""
+class _OpenedPerProcess:
+    """A store read through a reader opened lazily, once per process: handles (LMDB, HDF5, a boto3
+    client's connection pool) must not cross a fork, and a pickled source carries no reader."""
 
-    def __init__(self, name: str, path: Path, count: int) -> None:
-        self.name, self.path, self.count = name, Path(path), count
-        self._reader: Any = None
-        self._pid = -1
+    _reader: Any = None
+    _pid = -1
 
-    def __len__(self) -> int:
-        return self.count
+    def _open_reader(self) -> Any:
+        raise NotImplementedError
 
     def __getstate__(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "path": self.path,
-            "count": self.count,
-            "_reader": None,
-            "_pid": -1,
-        }
+        return {**self.__dict__, "_reader": None, "_pid": -1}
 
     def _open(self) -> Any:
         if self._reader is None or self._pid != os.getpid():
-            from imgbench.formats.base import open_format
-            from imgbench.formats.registry import get_format
-
-            self._reader = open_format(get_format(self.name), self.path)
+            self._reader = self._open_reader()
             self._pid = os.getpid()
         return self._reader
 
@@ -109,15 +98,28 @@ class FormatSource:
         self._reader = None
 
 
-class S3FormatSource:
+class FormatSource(_OpenedPerProcess):
+    """A built imgbench format on local disk."""
+
+    def __init__(self, name: str, path: Path, count: int) -> None:
+        self.name, self.path, self.count = name, Path(path), count
+
+    def __len__(self) -> int:
+        return self.count
+
+    def _open_reader(self) -> Any:
+        from imgbench.formats.base import open_format
+        from imgbench.formats.registry import get_format
+
+        return open_format(get_format(self.name), self.path)
+
+
+class S3FormatSource(_OpenedPerProcess):
     """A store in the session's S3 bucket (a format's local build uploaded), read through the
     format's S3 reader (``imgbench.formats.s3.open_s3``): one GET per sample, a ranged one into
-    a tar shard or a whole object per image.
-
-    The reader (and its boto3 client, whose connection pool is not fork-safe) is opened lazily,
-    once per process: a DataLoader worker opens its own on its first sample, and a pickled or
-    forked source carries only the endpoint, the prefix and the store's marker. ``labels`` are
-    the local build's key list, so the first batch's labels are checked without a request."""
+    a tar shard or a whole object per image. A DataLoader worker opens its own reader on its
+    first sample; ``labels`` are the local build's key list, so the first batch's labels are
+    checked without a request."""
 
     def __init__(
         self,
@@ -129,32 +131,15 @@ class S3FormatSource:
     ) -> None:
         self.name, self.endpoint, self.prefix, self.meta = name, endpoint, prefix, meta
         self.labels = np.asarray(labels, dtype=np.int64)
-        self._reader: Any = None
-        self._pid = -1
 
     def __len__(self) -> int:
         return self.meta.count
 
-    def __getstate__(self) -> dict[str, Any]:
-        return {**self.__dict__, "_reader": None, "_pid": -1}
+    def _open_reader(self) -> Any:
+        from imgbench.formats.registry import get_s3_format
+        from imgbench.formats.s3 import open_s3
 
-    def _open(self) -> Any:
-        if self._reader is None or self._pid != os.getpid():
-            from imgbench.formats.registry import get_s3_format
-            from imgbench.formats.s3 import open_s3
-
-            spec = get_s3_format(self.name)
-            self._reader = open_s3(spec, self.endpoint, self.prefix, meta=self.meta)
-            self._pid = os.getpid()
-        return self._reader
-
-    def __getitem__(self, index: int) -> tuple[Any, int]:
-        return self._open()[index]
-
-    def close(self) -> None:
-        if self._reader is not None and self._pid == os.getpid():
-            self._reader.close()
-        self._reader = None
+        return open_s3(get_s3_format(self.name), self.endpoint, self.prefix, meta=self.meta)
 
 
 # -- the per-sample pipeline -----------------------------------------------------------------------
