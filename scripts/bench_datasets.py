@@ -151,6 +151,7 @@ def main() -> None:
                 detail=level,
                 seed=r,
             )
+            os.sync()  # each step starts with no dirty pages of the one before (untimed)
             result = measure(spec, work / f"ratio-{r}")
             shutil.rmtree(work / f"ratio-{r}")
             row = {
@@ -175,6 +176,7 @@ def main() -> None:
         # 2. end to end at two sizes
         for n in (small, opts.n):
             out = work / f"synth-{n}"
+            os.sync()
             before = load()
             args = ["--out", str(out), "--n", str(n), *size_args, "--detail", opts.detail]
             run = run_measured(cli("dataset", "synth", *args))
@@ -204,6 +206,7 @@ def main() -> None:
             print(f"read bound {n:,}: {reads:,.0f} img/s (read + SHA-256) [{load()}]", flush=True)
             for name in opts.formats:
                 store = work / f"store-{n}.{name}"
+                os.sync()
                 before = load()
                 run = run_measured(
                     cli("dataset", "convert", str(src), "--to", name, "--out", str(store))

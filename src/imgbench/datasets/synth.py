@@ -28,6 +28,7 @@ from PIL import Image
 from . import bank
 from .detail import MAX_LEVEL
 from .parallel import cpu_count, imap
+from .writer import BackgroundWriter
 
 # Bump when the rendered pixels or the encoding change: recipes built with older code are rebuilt.
 # 2: images are windows of texture banks (imgbench.datasets.bank), with a detail level.
@@ -147,17 +148,6 @@ def relative_path(spec: SynthSpec, index: int) -> str:
     return f"class_{label:03d}/{index:08d}{CODEC_EXTENSIONS[spec.codec]}"
 
 
-def write_file(path: Path, data: bytes) -> None:
-    """Create ``path`` with ``data``: three system calls, no Python file object."""
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o666)
-    try:
-        view = memoryview(data)
-        while view:  # os.write may write less than asked
-            view = view[os.write(fd, view) :]
-    finally:
-        os.close(fd)
-
-
 def make_images(job: tuple[SynthSpec, str, int, int, str | None]) -> list[str]:
     """Render, encode and write images ``start``..``stop`` of ``spec``; their relative paths.
 
@@ -165,11 +155,12 @@ def make_images(job: tuple[SynthSpec, str, int, int, str | None]) -> list[str]:
     spec, out, start, stop, banks = job
     bank.use_shared(Path(banks) if banks else None)
     names = []
-    for index in range(start, stop):
-        data = encode(render(spec, index), spec.codec, spec.quality, spec.subsampling)
-        rel = relative_path(spec, index)
-        write_file(Path(out) / rel, data)
-        names.append(rel)
+    with BackgroundWriter() as writer:  # a write that sleeps does not stop the encoder
+        for index in range(start, stop):
+            data = encode(render(spec, index), spec.codec, spec.quality, spec.subsampling)
+            rel = relative_path(spec, index)
+            writer.put(Path(out) / rel, data)
+            names.append(rel)
     return names
 
 
