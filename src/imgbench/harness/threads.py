@@ -1,7 +1,7 @@
 """Thread pinning for single-thread cases, and a record of the settings in force while timing.
 
-OpenCV, torch and the OpenMP/BLAS pools each keep their own thread count; a case asking for one
-thread must pin all of them, or a "single-thread" figure silently uses every core.
+OpenCV, torch, pyarrow and the OpenMP/BLAS pools each keep their own thread count; a case asking
+for one thread must pin all of them, or a "single-thread" figure silently uses every core.
 """
 
 from __future__ import annotations
@@ -66,13 +66,17 @@ def thread_limits(threads: int | None) -> Iterator[None]:
         os.environ[key] = str(threads)
     cv2 = sys.modules.get("cv2")
     torch = sys.modules.get("torch")
+    arrow = sys.modules.get("pyarrow")
     saved_cv2 = cv2.getNumThreads() if cv2 is not None else None
     saved_torch = torch.get_num_threads() if torch is not None else None
+    saved_arrow = arrow.cpu_count() if arrow is not None else None
     try:
         if cv2 is not None:
             cv2.setNumThreads(threads)
         if torch is not None:
             torch.set_num_threads(threads)
+        if arrow is not None:
+            arrow.set_cpu_count(threads)
         with threadpool_limits(limits=threads):
             yield
     finally:
@@ -80,6 +84,8 @@ def thread_limits(threads: int | None) -> Iterator[None]:
             cv2.setNumThreads(saved_cv2)
         if torch is not None and saved_torch is not None:
             torch.set_num_threads(saved_torch)
+        if arrow is not None and saved_arrow is not None:
+            arrow.set_cpu_count(saved_arrow)
         for key, value in saved_env.items():
             if value is None:
                 os.environ.pop(key, None)
