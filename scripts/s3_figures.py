@@ -55,7 +55,7 @@ s3_network_shapes = ["rtt0ms-unlimited", "{SHAPED}"]
 WITHIN = 0.05  # the best worker count: the fewest whose images/s is within 5% of the sweep's best
 
 
-def run(out: Path) -> list[Path]:
+def run(out: Path, *, mosaic_only: bool = False) -> list[Path]:
     """Measure the profile's sessions into ``out/results``; the parquet files written."""
     out.mkdir(parents=True, exist_ok=True)
     (out / "pyproject.toml").write_text(PROFILE)
@@ -75,14 +75,17 @@ def run(out: Path) -> list[Path]:
         f"--imgbench-results={results}",
         "--benchmark-save=s3fig",
     ]
-    subprocess.run(main, cwd=out, env=env, check=False)
-    if (REPO / ".venvs" / "mosaic" / ".imgbench-env-built").exists():
+    if not mosaic_only:
+        subprocess.run(main, cwd=out, env=env, check=False)
+    from imgbench.envs import is_built
+
+    if is_built("mosaic"):
         imgbench = str(REPO / ".venv" / "bin" / "imgbench")
         mosaic = [imgbench, "run", "--profile", "s3fig", "--env", "mosaic"]
         mosaic += ["--results", str(results), "--name", "s3fig", "--benches", str(benches)]
         subprocess.run([*mosaic, "-k", "format"], cwd=out, env=env, check=False)
     else:
-        print("mosaic env not built (make mosaic-env): no MDS rows", file=sys.stderr)
+        print("no MDS rows: the mosaic env is not built (make mosaic-env)", file=sys.stderr)
     return sorted(results.glob("*.parquet"))
 
 
@@ -179,8 +182,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, default=Path("/tmp/imgbench-s3fig"))
     parser.add_argument("--tables", type=Path, nargs="*", help="only print tables of these files")
+    parser.add_argument("--mosaic-only", action="store_true", help="only the mosaic env's cases")
     opts = parser.parse_args()
-    files = opts.tables or run(opts.out)
+    files = opts.tables or run(opts.out, mosaic_only=opts.mosaic_only)
     frame = _rows(files)
     print(format_table(frame))
     print()

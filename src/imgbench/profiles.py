@@ -111,8 +111,11 @@ _DEFAULT = Profile(
     name="default",
     description="make bench: the default matrix, under 20 minutes on 2 cores",
     dataset="synthetic-imagenet-like",
-    rounds=10,
-    warmup_rounds=2,
+    rounds=10,  # the fewest that let a single-file compare name one slowed case of ~450 (regression.md)
+    # one warm-up round (pyperf's default) and half the host gate's per-case budget: 75-80 s of a
+    # make bench that measured 26.1 min in a slow hour with two (2026-11-23; full keeps both)
+    warmup_rounds=1,
+    host_budget_s=0.5,
     max_images=32,
     thread_modes=(1, None),
     environments=("pillow-simd", "tensorflow"),
@@ -153,12 +156,15 @@ _DEFAULT = Profile(
         # bucket, emulated 100 images/s accelerator) at 0 and 2 workers: an S3 AU case took 31-36 s
         # with rounds of 4 batches (2026-11-23, loaded machine; the first also uploads), so the
         # whole sweep (5 counts on 2 cores) would add ~3 minutes; `full` has it
+        # the uint8 pipeline at 0 and 2 workers, not swept (its 1, 3 and 4 worker rows were 33 s
+        # and repeat the default pipeline's answer; measured 2026-11-23, eighth session)
         "loader": LoaderPlan(
             batches_per_round=2,
+            sweep_pipelines=("default",),
             start_methods=(),
             knobs=False,
             au_accelerators=(100,),
-            extra_pipelines=("torchvision", "lmdb"),
+            extra_pipelines=("torchvision", "lmdb", "uint8"),
             cow_workers=(0, 2),
             s3_workers=(0, 2),
         ),
@@ -255,6 +261,7 @@ BUILTIN: dict[str, Profile] = {
             description="everything, with more rounds",
             rounds=20,
             warmup_rounds=3,
+            host_budget_s=1.0,
             max_images=256,
             # + Mosaic Streaming (MDS), whose format cases are in `full` only
             environments=("pillow-simd", "tensorflow", "mosaic"),
