@@ -50,6 +50,9 @@ class Profile:
     # so no case inherits another's heap or allocator state; "in-process": the session's process
     process_model: Literal["worker", "in-process"] = "worker"
     allocator: str = "glibc"  # the worker processes' allocator (imgbench.harness.allocator)
+    # "fixed": the worker server runs with address-space randomisation off, so every session
+    # draws the same layout (imgbench.harness.layout); "randomized": the kernel's draw
+    address_layout: Literal["fixed", "randomized"] = "fixed"
     # rounds timed while a host probe ran slower than this many times the session's fastest are
     # timed again, within host_budget_s per case (imgbench.harness.host); 0 keeps every round
     host_max_ratio: float = 1.3
@@ -322,6 +325,7 @@ _TOP_LEVEL = {
     "min_round_s",
     "process_model",
     "allocator",
+    "address_layout",
     "host_max_ratio",
     "host_budget_s",
     "environments",

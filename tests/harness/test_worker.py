@@ -15,7 +15,9 @@ import pandas as pd
 import pytest
 
 from imgbench.harness.allocator import GLIBC_TUNED, AllocatorUnavailableError, allocator
+from imgbench.harness.layout import ADDR_NO_RANDOMIZE
 from tests.conftest import installed_package, run_pytest
+from tests.harness.test_layout import layout_can_be_fixed
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -45,6 +47,7 @@ class Probe(BytesReader):
                 hash_seed=os.environ.get("PYTHONHASHSEED"),
                 ld_preload=os.environ.get("LD_PRELOAD", ""),
                 malloc={k: v for k, v in os.environ.items() if k.startswith("MALLOC_")},
+                personality=int(open("/proc/self/personality").read(), 16),
             )
             with open(os.environ["PROBE_LOG"], "a") as log:
                 log.write(json.dumps(SEEN) + "\\n")
@@ -157,6 +160,11 @@ def test_every_case_runs_in_a_fresh_process_with_the_recorded_environment(
     assert len({s["pid"] for s in seen}) == 2 and os.getpid() not in {s["pid"] for s in seen}
     for s in seen:  # what the row says is what the process had
         assert s["hash_seed"] == "0" and s["malloc"] == GLIBC_TUNED and s["ld_preload"] == ""
+    if layout_can_be_fixed():  # the default: randomisation off in the measuring process
+        assert set(probe["address_layout"]) == {"fixed"}
+        assert all(s["personality"] & ADDR_NO_RANDOMIZE for s in seen)
+    else:
+        assert set(probe["address_layout"]) == {"randomized"}
     assert (probe["page_faults_minor_per_image"] >= 0).all()
     for _, row in probe.iterrows():  # every kept round says what the host was doing
         assert len(row["host_ratios"]) == len(row["samples_s"]) == row["rounds"]
@@ -181,6 +189,17 @@ def test_in_process_is_a_choice_and_says_so(
     assert set(rows["process_model"]) == {"in-process"} and set(rows["status"]) == {"ok"}
     seen = (tmp_path / "probe.log").read_text().splitlines()
     assert len(seen) == 1  # one process: the second case found the library already used
+
+
+def test_a_randomized_layout_is_a_choice_and_says_so(
+    tmp_path: Path, tiny_dataset: Path, probe_env: dict[str, str]
+) -> None:
+    rows = _run(
+        tmp_path, tiny_dataset, probe_env, "--imgbench-address-layout=randomized", "-k", "probe"
+    )
+    assert set(rows["status"]) == {"ok"} and set(rows["address_layout"]) == {"randomized"}
+    seen = [json.loads(line) for line in (tmp_path / "probe.log").read_text().splitlines()]
+    assert seen and not any(s["personality"] & ADDR_NO_RANDOMIZE for s in seen)
 
 
 @pytest.mark.parametrize("name", ["jemalloc", "tcmalloc"])

@@ -60,6 +60,7 @@ class Measurement:
     page_faults_major_per_image: float | None = None
     process_model: str = "in-process"
     allocator: str | None = None
+    address_layout: str | None = None  # fixed | randomized (imgbench.harness.layout)
     # the host's state during each kept round (imgbench.harness.host): 1.0 = its quietest
     host_ratios: list[float] = field(default_factory=list)
     host_rounds_discarded: int = 0
@@ -87,6 +88,7 @@ class Measurement:
             "cache_method": self.cache_method,
             "process_model": self.process_model,
             "allocator": self.allocator,
+            "address_layout": self.address_layout,
         }
         if not self.samples_s:  # an instruction count: no timed rounds, no throughput
             return row
@@ -235,6 +237,8 @@ def timed_rounds(workload: Workload, rounds: int, gate: HostGate) -> Rounds:
                 deadline = time.perf_counter() + gate.budget_s / 2
             elif time.perf_counter() > deadline:
                 break
+            if not gate.quiet(timed[-1][2]):  # still slow: probe until it quiets, not rounds
+                waited += gate.wait_for_quiet(max(0.0, deadline - time.perf_counter()))
         timed.append(_one_round(workload, gate))
         quiet += gate.quiet(timed[-1][2])
     order = sorted(range(len(timed)), key=lambda i: (not gate.quiet(timed[i][2]), timed[i][2]))

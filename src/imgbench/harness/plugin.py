@@ -26,6 +26,8 @@ from imgbench.harness.allocator import current as current_allocator
 from imgbench.harness.case import Case, with_allocator
 from imgbench.harness.context import CaseContext
 from imgbench.harness.host import HostGate
+from imgbench.harness.layout import LAYOUTS
+from imgbench.harness.layout import current as current_layout
 from imgbench.harness.measure import Measurement, measure, record_samples
 from imgbench.harness.row import measurement_columns, new_run_id, row_header
 from imgbench.harness.services import Services, ServiceUnavailableError, row_columns
@@ -67,6 +69,7 @@ class SessionState:
     environment: str
     process_model: str  # worker | in-process
     allocator: str  # the worker processes' allocator setting (imgbench.harness.allocator)
+    address_layout: str  # the worker server's address layout (imgbench.harness.layout)
     host_gate: HostGate  # its reference is the fastest host probe seen this session
     measure: str = "wall"  # or "instructions": counted under callgrind in the worker server
     preload: tuple[str, ...] = ()  # modules the collected cases require: the server imports them
@@ -106,6 +109,7 @@ class SessionState:
                     else None
                 ),
                 preload=self.preload,
+                address_layout=self.address_layout,
             )
         return self._server
 
@@ -239,6 +243,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="the worker processes' allocator (default: the profile's)",
     )
     group.addoption(
+        "--imgbench-address-layout",
+        choices=LAYOUTS,
+        default=None,
+        help="fixed: the worker processes run with address-space randomisation off, the same "
+        "layout every session; randomized: the kernel's draw per session (default: the profile's)",
+    )
+    group.addoption(
         "--imgbench-min-round-ms",
         type=float,
         default=None,
@@ -316,6 +327,7 @@ def pytest_configure(config: pytest.Config) -> None:
         environment=config.getoption("imgbench_env"),
         process_model=config.getoption("imgbench_process") or profile.process_model,
         allocator=config.getoption("imgbench_allocator") or profile.allocator,
+        address_layout=config.getoption("imgbench_address_layout") or profile.address_layout,
         host_gate=HostGate(
             max_ratio=(
                 profile.host_max_ratio
@@ -442,6 +454,7 @@ class Harness:
                     raise
                 pytest.fail(f"{lost} (the case: {one_line(exc)})", pytrace=False)
             result.allocator = current_allocator()
+            result.address_layout = current_layout()
         self._item.stash[MEASUREMENT_KEY] = result
         return result
 

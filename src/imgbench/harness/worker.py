@@ -33,6 +33,7 @@ from typing import IO, Any
 from imgbench.errors import one_line
 from imgbench.harness.allocator import Allocator, environment_for
 from imgbench.harness.host import HostGate
+from imgbench.harness.layout import LAYOUT_ENV, run_under
 
 # Imported by the server before any fork, besides the modules the session's cases require (their
 # ``requires``): what every case uses. Modules that are not safe to fork after import are never
@@ -95,6 +96,7 @@ def run_job(job: WorkerJob) -> WorkerOutcome:
     from imgbench.harness.allocator import current
     from imgbench.harness.case import with_allocator
     from imgbench.harness.context import CaseContext
+    from imgbench.harness.layout import current as current_layout
     from imgbench.harness.measure import run_case
     from imgbench.profiles import get_profile
     from imgbench.stages import stage_cases
@@ -139,6 +141,7 @@ def run_job(job: WorkerJob) -> WorkerOutcome:
         return WorkerOutcome("failed", one_line(exc))
     measurement.process_model = "worker"
     measurement.allocator = current()
+    measurement.address_layout = current_layout()
     return WorkerOutcome("ok", measurement=measurement)
 
 
@@ -204,6 +207,8 @@ def serve(dataset: str | None = None, preload: tuple[str, ...] = ()) -> None:
     until stdin closes."""
     import importlib
 
+    if os.environ.get(LAYOUT_ENV):
+        run_under(os.environ[LAYOUT_ENV])  # re-executes this command line when it must change
     _die_with_runner()
 
     for module in preload_modules(preload):
@@ -239,8 +244,10 @@ class WorkerServer:
         dataset: str | None = None,
         callgrind_dir: Path | None = None,
         preload: tuple[str, ...] = (),
+        address_layout: str = "fixed",
     ) -> None:
         self.allocator = allocator
+        self.address_layout = address_layout  # imgbench.harness.layout; not under callgrind
         self.dataset = dataset
         self.preload = preload  # modules the session's cases require
         self.callgrind_dir = callgrind_dir  # set: the server runs under callgrind, counting
@@ -251,6 +258,7 @@ class WorkerServer:
             env = environment_for(dict(os.environ), self.allocator)
             env["PYTHONHASHSEED"] = HASH_SEED
             env[RUNNER_PID_ENV] = str(os.getpid())
+            env.pop(LAYOUT_ENV, None)
             prefix: list[str] = []
             if self.callgrind_dir is not None:
                 from imgbench.harness.instructions import counted_tunables, valgrind_command
@@ -259,6 +267,8 @@ class WorkerServer:
                 prefix = valgrind_command(self.callgrind_dir)
                 env["CODSPEED_ENV"] = "1"  # pytest-codspeed's hooks refuse to load without it
                 env["GLIBC_TUNABLES"] = counted_tunables(env.get("GLIBC_TUNABLES"))
+            else:  # valgrind places its client itself, and a re-exec would leave it uncounted
+                env[LAYOUT_ENV] = self.address_layout
             self._process = subprocess.Popen(
                 [
                     *prefix,

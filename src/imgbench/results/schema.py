@@ -118,6 +118,12 @@ _FIELDS: list[tuple[str, pa.DataType, str]] = [
         "glibc | glibc-tuned | jemalloc | tcmalloc | custom: the measuring process's allocator",
     ),
     (
+        "address_layout",
+        pa.string(),
+        "fixed: the measuring process ran with address-space randomisation (ASLR) off, every "
+        "session the same layout | randomized: the kernel drew a layout per process",
+    ),
+    (
         "process_model",
         pa.string(),
         "worker: a fresh fork of a pristine server process per case | in-process: the session's",
