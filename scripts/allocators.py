@@ -5,7 +5,8 @@
 Builds (once) a folder of 12 photo-like 2000x1500 JPEGs, then for each allocator setting runs
 the Pillow memory-decode case through pytest-benchmark in a worker process, ``--sessions`` times,
 and a plain loop of the same calls (``np.asarray(Image.open(BytesIO(data)).convert("RGB"))``,
-one thread) in a fresh process with the same environment, once before each session. Prints images/s,
+one thread) in a fresh process with the same environment and address layout (the profile's:
+``imgbench.harness.layout``), once before each session. Prints images/s,
 the sessions' coefficient of variation, minor page faults per image, and the ratio of the medians.
 """
 
@@ -27,10 +28,13 @@ from imgbench.harness.allocator import (
     allocator,
     environment_for,
 )
+from imgbench.profiles import get_profile
 
 ROOT = Path(__file__).resolve().parents[1]
 LOOP = """
 import io, sys, time
+from imgbench.harness.layout import run_under
+run_under(sys.argv[2])  # the worker server's layout: the same settings, not only the allocator
 from pathlib import Path
 import numpy as np
 from PIL import Image
@@ -73,6 +77,7 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=Path("/tmp/imgbench-allocators"))
     args = parser.parse_args()
     data = photos(args.out / "photos")
+    layout = get_profile("quick").address_layout
     print(
         f"{'allocator':12} {'imgbench images/s (sessions)':34} {'faults/img':>10}   plain loop, per session"
     )
@@ -86,7 +91,7 @@ def main() -> None:
         for i in range(args.sessions):
             # the plain loop once per session, alternating with them: both see the same host hours
             loop = subprocess.check_output(
-                [sys.executable, "-c", LOOP, str(data)], env=env, text=True
+                [sys.executable, "-c", LOOP, str(data), layout], env=env, text=True
             )
             plain.append(float(loop))
             results = args.out / "results" / f"{name}-{i}"
@@ -113,6 +118,7 @@ def main() -> None:
             row = pd.read_parquet(path).iloc[0]
             assert row["allocator"] == name, row["allocator"]
             assert json.loads(row["allocator_env"]) == allocator(name).environment
+            assert row["address_layout"] == layout, row["address_layout"]
             figures.append(row["images_per_s_median"])
             faults.append(row["page_faults_minor_per_image"])
         cv = float(np.std(figures, ddof=1) / np.mean(figures)) if len(figures) > 1 else 0.0
