@@ -116,6 +116,14 @@ def test_cross_machine_needs_consent_and_is_warned(one_run: pd.DataFrame) -> Non
     assert any("cross-machine" in w and "runner-7" in w for w in result.warnings)
 
 
+def test_sides_measured_under_different_address_layouts_are_warned(one_run: pd.DataFrame) -> None:
+    fixed, randomized = one_run.copy(), one_run.copy()
+    fixed["address_layout"], randomized["address_layout"] = "fixed", "randomized"
+    assert not any("address layouts" in w for w in compare_frames(fixed, fixed).warnings)
+    result = compare_frames(fixed, randomized)
+    assert any("address layouts" in w and "randomized" in w for w in result.warnings)
+
+
 def test_repeated_runs_on_one_side_pool_their_rounds(aa_frame: pd.DataFrame) -> None:
     runs = sorted(aa_frame["run_id"].unique())
     base = aa_frame[aa_frame["run_id"].isin(runs[:2])]

@@ -304,6 +304,8 @@ def describe_side(frame: pd.DataFrame) -> dict[str, Any]:
     """Who measured a side: runs, commits, machines, datasets (for the report header)."""
 
     def distinct(column: str) -> list[str]:
+        if column not in frame:  # e.g. a pytest-benchmark JSON import has no such column
+            return []
         return sorted({str(v) for v in frame[column].dropna().unique()})
 
     return {
@@ -314,6 +316,7 @@ def describe_side(frame: pd.DataFrame) -> dict[str, Any]:
         "hostname": distinct("hostname"),
         "dataset_name": distinct("dataset_name"),
         "dataset_fingerprint": distinct("dataset_fingerprint"),
+        "address_layout": distinct("address_layout"),
         "ok_cases": int((frame["status"] == "ok").sum()),
     }
 
@@ -344,6 +347,12 @@ def _check_sides(
         warnings.append(
             f"cross-machine comparison ({hosts}): differences may come from the hardware, "
             "not the change"
+        )
+    lb, lc = base["address_layout"], cand["address_layout"]
+    if lb and lc and lb != lc:  # one case moved 14% with the layout alone (docs/measuring.md)
+        warnings.append(
+            f"the sides ran under different address layouts (baseline {', '.join(lb)}, "
+            f"candidate {', '.join(lc)}): the layout alone can move a case's wall time"
         )
     return warnings
 
