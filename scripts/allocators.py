@@ -5,8 +5,9 @@
 Builds (once) a folder of 12 photo-like 2000x1500 JPEGs, then for each allocator setting runs
 the Pillow memory-decode case through pytest-benchmark in a worker process, ``--sessions`` times,
 and a plain loop of the same calls (``np.asarray(Image.open(BytesIO(data)))``: the reader's
-policy for an RGB JPEG, which ``convert("RGB")`` would copy once more; one thread) in a fresh process with the same environment and address layout (the profile's:
-``imgbench.harness.layout``), once before each session. Prints images/s,
+policy for an RGB JPEG, which ``convert("RGB")`` would copy once more; one thread) in a fresh
+process with the same environment and address layout (the profile's: ``imgbench.harness.layout``),
+once before each session. Prints images/s,
 the sessions' coefficient of variation, minor page faults per image, and the ratio of the medians.
 """
 

@@ -1,7 +1,7 @@
 """The address-space layout a measuring process runs with: fixed, not drawn anew per session.
 
 Measured on this VM (docs/measuring.md, "The address-space layout"): Pillow's decode of the quick
-set, alone, in 16 sessions read 815-1,289 images/s with the kernel's address-space layout
+set, alone, in 14 sessions read 815-1,289 images/s with the kernel's address-space layout
 randomisation (ASLR) on, in two clusters near 1,000 and 1,270, and 1,219-1,284 with it off for the
 measuring processes. Where the heap, the libraries and the stack land decides which buffers
 conflict in the caches and the TLB, and every process draws a new layout. pyperf averages that
