@@ -64,12 +64,12 @@ def run_under(layout: str) -> None:
     if layout not in LAYOUTS:
         raise ValueError(f"unknown address layout {layout!r}; known: {list(LAYOUTS)}")
     second_pass = os.environ.pop(_REEXEC_ENV, None) is not None
-    if second_pass or current() == layout or _system_wide_fixed():
+    if second_pass or _system_wide_fixed():  # fixed for every process: nothing to set or clear
         return
     persona = _personality(_QUERY)
-    if persona == -1:
-        return
     wanted = persona | ADDR_NO_RANDOMIZE if layout == "fixed" else persona & ~ADDR_NO_RANDOMIZE
+    if persona == -1 or wanted == persona:
+        return
     if _personality(wanted) == -1 or _personality(_QUERY) != wanted:
         return
     os.environ[_REEXEC_ENV] = "1"
