@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 import imgbench
@@ -23,6 +25,18 @@ def profile_results(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return folder
 
 
+def sampling_of(results: Path) -> list[dict[str, object]]:
+    """What py-spy did in each profile row: the evidence for a missing attribution."""
+    rows = pd.concat(pd.read_parquet(f) for f in sorted(results.glob("*.parquet")))
+    keys = ("attribution_samples", "attribution_wait_samples", "attribution_start_s")
+    out = []
+    for _, row in rows[rows["stage"] == "profile"].iterrows():
+        extra = json.loads(row["extra_json"] or "{}")
+        out.append({"workers": row["workers"], **{k: extra.get(k) for k in keys}})
+        out[-1]["error"] = extra.get("attribution_error")
+    return out
+
+
 def test_profile_rows_show_their_sweep_and_attribution(open_app, profile_results: Path) -> None:
     at = open_app(profile_results)
     preselected = at.multiselect(key="filter_run").value
@@ -36,7 +50,8 @@ def test_profile_rows_show_their_sweep_and_attribution(open_app, profile_results
     failed = table[table["status"] == "failed"]
     assert len(failed) == 1 and "dataset[3] raised" in failed["reason"].item()
     shares = chart_data(at, 0, "share")
-    assert {c.split(" · ")[-1] for c in shares["config"]} == {"0 workers", "1 workers"}
+    sampled = {c.split(" · ")[-1] for c in shares["config"]}
+    assert sampled == {"0 workers", "1 workers"}, sampling_of(profile_results)
     for _, part in shares.groupby("config"):
         assert part["share"].sum() == pytest.approx(1, abs=0.01)
     assert "collate/IPC" in set(shares["category"])

@@ -5,7 +5,9 @@ interpreters' memory from outside, so it sees every DataLoader worker without an
 ``--nonblocking`` does not pause them, at the price of a rare torn stack. It is started on this
 process, runs while the caller pulls batches, and is stopped with SIGINT, on which it writes its
 speedscope file. Only threads that were running are sampled (py-spy's default): time spent
-waiting for a batch is not attributed to anything.
+waiting for a batch is not attributed to anything. :meth:`StackSampler.start` returns once py-spy
+says it is sampling (it first reads the interpreter's symbols, which took over 1.5 s on a cold CI
+runner): the caller's sampling phase is then all sampled time.
 
 Needs ptrace permission on the process (root, or ``kernel.yama.ptrace_scope`` 0 or 1 for a
 parent); when py-spy is missing or refused, :meth:`StackSampler.start` says why and the profile
@@ -22,12 +24,15 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 PROFILE_NAME = re.compile(r'(?:Process (\d+) )?Thread (\d+)(?: "(.*)")?')
 SKIPPED_THREADS = ("imgbench-memory",)  # the memory sampler's thread: imgbench's, not the user's
+SAMPLING_LINE = b"Sampling process"  # py-spy's first line once it has attached
 
 
 @dataclass(frozen=True)
@@ -60,10 +65,14 @@ class StackSampler:
         self.out = Path(out)
         self.rate = rate
         self._process: subprocess.Popen[bytes] | None = None
+        self._early_output = b""
+        self._output_ended = False
         self.error: str | None = None
+        self.start_s: float | None = None  # from launch to py-spy's first sample
 
-    def start(self) -> bool:
-        """Start sampling; False (with ``error`` set) when py-spy cannot run here."""
+    def start(self, ready_timeout_s: float = 30.0) -> bool:
+        """Start sampling and wait until py-spy samples; False (with ``error`` set) when py-spy
+        cannot run here or did not start within ``ready_timeout_s``."""
         exe = py_spy()
         if exe is None:
             self.error = "py-spy is not installed (pip install py-spy)"
@@ -83,10 +92,45 @@ class StackSampler:
             "--output",
             str(self.out),
         ]
+        launched = time.perf_counter()
         self._process = subprocess.Popen(
             command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
         )
-        return True
+        if self._wait_until_sampling(ready_timeout_s):
+            self.start_s = round(time.perf_counter() - launched, 3)
+            return True
+        exited = self._output_ended  # py-spy closed its output: it exited (an error), not slow
+        self.stop()
+        lines = [s for s in self._early_output.decode(errors="replace").splitlines() if s.strip()]
+        self.error = (
+            f"py-spy did not start sampling: {lines[-1] if lines else 'no output'}"
+            if exited
+            else f"py-spy did not start sampling within {ready_timeout_s:g} s"
+        )
+        return False
+
+    def _wait_until_sampling(self, timeout_s: float) -> bool:
+        """Read py-spy's output until its "Sampling process" line (True) or its exit (False).
+        A thread reads, so that a py-spy that neither prints nor exits cannot block us."""
+        process = self._process
+        assert process is not None and process.stdout is not None
+        stdout = process.stdout
+        seen = threading.Event()
+        lines: list[bytes] = []
+
+        def read() -> None:
+            for line in iter(stdout.readline, b""):
+                lines.append(line)
+                if SAMPLING_LINE in line:
+                    seen.set()
+                    return
+
+        reader = threading.Thread(target=read, name="imgbench-py-spy-start", daemon=True)
+        reader.start()
+        reader.join(timeout_s)
+        self._output_ended = not reader.is_alive() and not seen.is_set()
+        self._early_output = b"".join(lines)
+        return seen.is_set()
 
     def stop(self, timeout_s: float = 30.0) -> list[Stack]:
         """Stop py-spy (SIGINT: it writes its file) and read the stacks; [] with ``error`` set
@@ -109,6 +153,7 @@ class StackSampler:
                 with contextlib.suppress(OSError):
                     process.kill()
                 process.wait()
+        output = self._early_output + (output or b"")
         if not self.out.is_file():
             lines = [s for s in output.decode(errors="replace").splitlines() if s.strip()]
             self.error = f"py-spy wrote no profile: {lines[-1] if lines else 'no output'}"

@@ -352,6 +352,7 @@ def _stacks(
         "attribution_by_role": found.get("by_role", {}),
         "decode_libraries": found.get("decode_libraries", {}),
         "attribution_rate_hz": settings.sample_rate,
+        "attribution_start_s": sampler.start_s,
     }
 
 
