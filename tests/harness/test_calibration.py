@@ -9,7 +9,14 @@ import pandas as pd
 
 from imgbench.harness.cache import CacheControl
 from imgbench.harness.case import Workload
-from imgbench.harness.measure import MAX_REPEATS, calibrate, round_repeats
+from imgbench.harness.host import HostGate
+from imgbench.harness.measure import (
+    MAX_CASE_ROUNDS,
+    MAX_REPEATS,
+    calibrate,
+    round_repeats,
+    timed_rounds,
+)
 from tests.conftest import run_pytest
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -101,3 +108,49 @@ def test_calibration_is_confirmed_when_the_first_pass_was_slow() -> None:
     for item in workload.items:
         first_slow(item)
     assert time.perf_counter() - start >= 0.02 * 0.9
+
+
+def test_timed_rounds_last_the_case_minimum() -> None:
+    workload = _sleepy(5)  # a round sleeps >= 5 ms
+    timed = timed_rounds(workload, 3, HostGate(max_ratio=0), min_case_s=0.1)
+    assert len(timed.samples_s) > 3 and sum(timed.samples_s) >= 0.1 * 0.9
+    assert len(timed.samples_s) <= 20  # no more than 0.1 s worth
+    short = timed_rounds(_sleepy(5), 3, HostGate(max_ratio=0), min_case_s=0.0)
+    assert len(short.samples_s) == 3
+    capped = timed_rounds(_sleepy(1), 3, HostGate(max_ratio=0), min_case_s=60.0)
+    assert len(capped.samples_s) == MAX_CASE_ROUNDS  # 200 rounds of ~1 ms, not a minute
+
+
+def test_a_host_that_stays_slow_cannot_hold_the_case() -> None:
+    """Extra rounds timed while the host is slow are thrown away, within a bounded time."""
+    gate = HostGate(max_ratio=1.3, budget_s=0.2)
+    gate.reference_s = 1e-9  # every probe now reads as a host far slower than its fastest
+    begin = time.perf_counter()
+    timed = timed_rounds(_sleepy(5), 3, gate, min_case_s=0.3)
+    assert time.perf_counter() - begin < 0.2 + 2 * 0.3 + 0.5  # budget + 2 x min_case_s + slack
+    assert len(timed.samples_s) == 3 and timed.discarded >= 1
+
+
+def test_rows_record_the_case_minimum(tmp_path: Path, tiny_dataset: Path) -> None:
+    """Rounds add up to --imgbench-min-case-ms; the row records it and every round's sample."""
+    result = run_pytest(
+        [
+            str(ROOT / "benches" / "bench_formats.py"),
+            "--imgbench-profile=quick",
+            f"--dataset={tiny_dataset}",
+            f"--imgbench-results={tmp_path}",
+            "--imgbench-min-round-ms=20",
+            "--imgbench-min-case-ms=300",
+            "--imgbench-rounds=3",
+            "--imgbench-host-gate=0",  # every round kept: the count is the minimum's, not the host's
+            "-k",
+            "raw-file and read",
+        ],
+        cwd=ROOT,
+    )
+    assert result.returncode == 0, result.stdout[-2000:]
+    (path,) = tmp_path.glob("*.parquet")
+    row = pd.read_parquet(path).iloc[0]
+    assert row["min_case_s"] == 0.3
+    assert row["rounds"] == len(row["samples_s"]) >= 10  # three 20 ms rounds were not 0.3 s
+    assert sum(row["samples_s"]) >= 0.3 * 0.9

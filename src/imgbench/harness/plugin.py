@@ -64,6 +64,7 @@ class SessionState:
     warmup_rounds: int
     max_images: int
     min_round_s: float
+    min_case_s: float
     run_id: str
     run_name: str | None
     environment: str
@@ -128,6 +129,7 @@ class SessionState:
             rounds=self.rounds,
             warmup_rounds=self.warmup_rounds,
             min_round_s=self.min_round_s,
+            min_case_s=self.min_case_s,
             host_gate=self.host_gate,
             scratch=str(scratch),
             result_path=str(scratch / "worker-result.pickle"),
@@ -256,6 +258,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="a timed round repeats its items until it lasts this long (default: the profile's)",
     )
     group.addoption(
+        "--imgbench-min-case-ms",
+        type=float,
+        default=None,
+        help="a case times rounds until they add up to this (default: the profile's; 0: rounds only)",
+    )
+    group.addoption(
         "--imgbench-host-gate",
         type=float,
         default=None,
@@ -321,6 +329,11 @@ def pytest_configure(config: pytest.Config) -> None:
             profile.min_round_s
             if config.getoption("imgbench_min_round_ms") is None
             else config.getoption("imgbench_min_round_ms") / 1e3
+        ),
+        min_case_s=(
+            profile.min_case_s
+            if config.getoption("imgbench_min_case_ms") is None
+            else config.getoption("imgbench_min_case_ms") / 1e3
         ),
         run_id=run_id,
         run_name=save_name,
@@ -448,6 +461,7 @@ class Harness:
                     state.warmup_rounds,
                     state.min_round_s,
                     state.host_gate,
+                    min_case_s=state.min_case_s,
                 )
             except Exception as exc:
                 if not case.services or not (lost := state.services.lost(case.services)):

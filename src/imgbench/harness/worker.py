@@ -76,6 +76,7 @@ class WorkerJob:
     scratch: str
     result_path: str
     measure: str = "wall"  # or "instructions": the server runs under callgrind
+    min_case_s: float = 0.0  # timed rounds add up to at least this (imgbench.harness.measure)
     # handles of the session services the case needs (started by the runner, picklable)
     services: Mapping[str, Any] = field(default_factory=dict)
 
@@ -132,6 +133,7 @@ def run_job(job: WorkerJob) -> WorkerOutcome:
             instructions_dir=(
                 Path(job.scratch) / "callgrind" if job.measure == "instructions" else None
             ),
+            min_case_s=job.min_case_s,
         )
     except pytest.skip.Exception as exc:
         return WorkerOutcome("skipped", str(exc.msg))

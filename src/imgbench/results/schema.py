@@ -183,6 +183,11 @@ _FIELDS: list[tuple[str, pa.DataType, str]] = [
         "passes over the case's items in one timed round (calibrated to last min_round_s)",
     ),
     ("min_round_s", pa.float64(), "the shortest a timed round may last; 0 = one pass per round"),
+    (
+        "min_case_s",
+        pa.float64(),
+        "timed rounds add up to at least this (more rounds than asked); 0 = the rounds asked",
+    ),
     ("iterations", pa.int32(), "calls per round"),
     ("warmup_rounds", pa.int32(), "untimed rounds before timing"),
     ("samples_s", pa.list_(pa.float64()), "raw seconds of every timed round"),
