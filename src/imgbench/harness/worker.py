@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from imgbench.errors import one_line
-from imgbench.harness.allocator import Allocator, environment_for
+from imgbench.harness.allocator import Allocator, environment_for, settle_glibc
 from imgbench.harness.host import HostGate
 from imgbench.harness.layout import LAYOUT_ENV, run_under
 
@@ -221,6 +221,7 @@ def serve(dataset: str | None = None, preload: tuple[str, ...] = ()) -> None:
 
         with contextlib.suppress(Exception):  # the case that needs it reports the error
             _DATASETS[dataset] = load_dataset(dataset)
+    settle_glibc()  # the children's allocator state, whatever the imports above left
     jobs, replies = sys.stdin.buffer, sys.stdout.buffer
     while (job := _read_message(jobs)) is not None:
         pid = os.fork()
