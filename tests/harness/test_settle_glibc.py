@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -54,3 +55,18 @@ def test_a_settled_process_serves_large_blocks_from_its_heap() -> None:
 
 def test_tuned_glibc_is_left_alone() -> None:
     assert _run("settle", {**_clean_env(), **GLIBC_TUNED}).startswith("False")
+
+
+def test_fork_states_script_reports_every_child(tiny_dataset: Path) -> None:
+    """scripts/fork_states.py: two children per import set, unsettled and settled."""
+    script = Path(__file__).resolve().parents[2] / "scripts" / "fork_states.py"
+    out = subprocess.run(
+        [sys.executable, str(script), "--folder", str(tiny_dataset), "--imports", "", "json"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    lines = [line for line in out.stdout.splitlines() if "img/s" in line]
+    assert len(lines) == 2 * 2 * 2  # (as left, settled) x 2 import sets x 2 children
+    assert all("faults/img" in line and "mod 4096" in line for line in lines)
