@@ -46,9 +46,11 @@ class Profile:
     # a timed round repeats its items until it lasts this long (pyperf's calibrated loops); a
     # round of microsecond reads otherwise times the clock and the scheduler, not the library
     min_round_s: float = 0.02
-    # a case times rounds until they add up to this (pytest-benchmark's max_time, 1 s there
-    # too): the host changes speed every 0.2-5 s, and 0.1 s of rounds saw one state
-    min_case_s: float = 1.0
+    # a case times rounds until they add up to this (pytest-benchmark's max_time is 1 s): the
+    # host changes speed every 0.2-5 s, and 0.1 s of rounds saw one state. Off by default: more
+    # rounds in one session make a session-level offset significant in a wall-time compare (an
+    # A/A pair of concurrent sessions read Pillow 0.884, p 0.006, with ~40 rounds a side)
+    min_case_s: float = 0.0
     # "worker": every case in a fresh fork of a pristine server process (imgbench.harness.worker),
     # so no case inherits another's heap or allocator state; "in-process": the session's process
     process_model: Literal["worker", "in-process"] = "worker"

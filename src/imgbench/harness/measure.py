@@ -9,11 +9,11 @@ the warm-up, a round that would last less than ``min_round_s`` repeats the items
 until it does, so a round of sixteen 2-microsecond reads times the library, not the clock's and
 the scheduler's grain. ``round_repeats`` in the row says how many passes a round made.
 
-A case also times rounds until they add up to ``min_case_s`` (pytest-benchmark's ``max_time``,
-1 s by default there and here): this host's speed changes every 0.2-5 s, so five 20 ms rounds
-saw one state and the next session another. Measured alone, 8-10 sessions: Parquet's byte read
-moved 7.5% (CV) with five 20 ms rounds and 4.1% with 1 s of them, a 2-worker DataLoader 6.2%
-and 2.3%. Cold-cache rounds (an eviction each) keep the profile's count.
+A case can also time rounds until they add up to ``min_case_s`` (pytest-benchmark's
+``max_time``; off unless a profile or ``--imgbench-min-case-ms`` sets it): this host's speed
+changes every 0.2-5 s, so five 20 ms rounds saw one state and the next session another. Measured
+alone, 8-10 sessions: Parquet's byte read moved 7.5% (CV) with five 20 ms rounds and 4.1% with
+1 s of them, a 2-worker DataLoader 6.2% and 2.3%. Cold-cache rounds keep the profile's count.
 
 Every timed round is bracketed by host probes (:mod:`imgbench.harness.host`); rounds the host's
 other tenants slowed are timed again, so both process models time rounds the same way and hand
