@@ -16,12 +16,7 @@ BENCH = Path(__file__).resolve().parents[2] / "benches" / "bench_augment.py"
 @pytest.fixture(scope="module")
 def frame(tmp_path_factory: pytest.TempPathFactory, tiny_dataset: Path) -> pd.DataFrame:
     out = tmp_path_factory.mktemp("augment-run")
-    common = [
-        str(BENCH),
-        f"--dataset={tiny_dataset}",
-        f"--imgbench-results={out / 'results'}",
-        "--imgbench-min-case-ms=0",
-    ]
+    common = [str(BENCH), f"--dataset={tiny_dataset}", f"--imgbench-results={out / 'results'}"]
     quick = run_pytest([*common, "--imgbench-profile=quick", "--imgbench-rounds=2"], cwd=out)
     assert quick.returncode == 0, quick.stdout[-3000:] + quick.stderr[-3000:]
     batch = run_pytest(

@@ -38,7 +38,6 @@ def test_a_session_writes_its_rows_into_the_bucket_and_compare_reads_them(
             f"--dataset={tiny_dataset}",
             "--imgbench-profile=quick",
             "--imgbench-rounds=2",
-            "--imgbench-min-case-ms=0",
             f"--imgbench-results={prefix}",
             "-k",
             "pillow and jpeg-memory",

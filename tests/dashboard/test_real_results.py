@@ -22,7 +22,6 @@ def real_results(tmp_path_factory: pytest.TempPathFactory, tiny_dataset: Path) -
             f"--dataset={tiny_dataset}",
             "--imgbench-profile=quick",
             "--imgbench-rounds=2",
-            "--imgbench-min-case-ms=0",
             f"--imgbench-results={out}",
         ],
         cwd=out,

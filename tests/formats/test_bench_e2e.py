@@ -28,7 +28,6 @@ def _run(out: Path, dataset: Path, *args: str) -> pd.DataFrame:
                 f"--dataset={dataset}",
                 f"--imgbench-results={out / 'results'}",
                 "--imgbench-rounds=2",
-                "--imgbench-min-case-ms=0",
                 *args,
             ],
             cwd=out,

@@ -180,7 +180,6 @@ def test_a_bench_session_records_failed_rows_for_the_broken_format(
                 f"--dataset={photo_dir}",
                 f"--imgbench-results={tmp_path / 'results'}",
                 "--imgbench-rounds=2",
-                "--imgbench-min-case-ms=0",
                 "--imgbench-profile=default",
                 "--imgbench-process=in-process",  # worker processes would not load the plugin
                 "-k",

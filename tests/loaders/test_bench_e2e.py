@@ -33,7 +33,6 @@ def loader_results(tmp_path_factory: pytest.TempPathFactory, photo_dir: Path) ->
             f"--dataset={photo_dir}",
             "--imgbench-profile=quick",
             "--imgbench-rounds=3",
-            "--imgbench-min-case-ms=0",
             f"--imgbench-results={out / 'results'}",
         ],
         cwd=out,

@@ -29,7 +29,6 @@ def fault_run(tmp_path_factory: pytest.TempPathFactory, photo_dir: Path) -> dict
                 f"--dataset={photo_dir}",
                 "--imgbench-profile=quick",
                 "--imgbench-rounds=2",
-                "--imgbench-min-case-ms=0",
                 # the plugin swaps the loader cases and watches the pytest process's children:
                 # worker processes would not load it (their own crash/hang handling is
                 # tests/harness/test_worker.py's)

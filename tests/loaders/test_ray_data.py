@@ -31,7 +31,6 @@ def test_ray_data_row_is_steady_state_and_leaves_no_ray_process(
             f"--dataset={photo_dir_48}",
             "--imgbench-profile=ray",
             "--imgbench-rounds=3",
-            "--imgbench-min-case-ms=0",
             f"--imgbench-results={tmp_path / 'results'}",
             "-k",
             "ray-data or (torch-dataloader and t1-0] and files-opencv-albumentations-32)",

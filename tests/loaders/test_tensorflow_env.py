@@ -39,7 +39,6 @@ def tf_rows(tmp_path_factory: pytest.TempPathFactory, photo_dir_48: Path) -> pd.
             "--imgbench-env=tensorflow",
             "--imgbench-profile=default",
             "--imgbench-rounds=3",
-            "--imgbench-min-case-ms=0",
             f"--dataset={dataset}",
             f"--imgbench-results={out / 'results'}",
             "-k",

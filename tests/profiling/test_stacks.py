@@ -11,6 +11,14 @@ from imgbench.profiling import stacks
 from imgbench.profiling.stacks import StackSampler
 
 
+def fake_py_spy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, script: str) -> None:
+    """A py-spy stand-in (a shell script) that the sampler will launch."""
+    fake = tmp_path / "py-spy"
+    fake.write_text(f"#!/bin/sh\n{script}\n")
+    fake.chmod(0o755)
+    monkeypatch.setattr(stacks, "py_spy", lambda: str(fake))
+
+
 def spin(seconds: float) -> int:
     end, n = time.perf_counter() + seconds, 0
     while time.perf_counter() < end:
@@ -35,10 +43,7 @@ def test_start_returns_once_py_spy_samples(tmp_path: Path) -> None:
 def test_a_py_spy_that_fails_to_attach_names_its_error(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    fake = tmp_path / "py-spy"
-    fake.write_text("#!/bin/sh\necho 'Error: Permission Denied (os error 13)'\nexit 1\n")
-    fake.chmod(0o755)
-    monkeypatch.setattr(stacks, "py_spy", lambda: str(fake))
+    fake_py_spy(tmp_path, monkeypatch, "echo 'Error: Permission Denied (os error 13)'\nexit 1")
     sampler = StackSampler(tmp_path / "stacks.json")
     assert not sampler.start()
     assert sampler.error == "py-spy did not start sampling: Error: Permission Denied (os error 13)"
@@ -47,10 +52,7 @@ def test_a_py_spy_that_fails_to_attach_names_its_error(
 def test_a_py_spy_that_never_starts_times_out_and_is_stopped(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    fake = tmp_path / "py-spy"
-    fake.write_text("#!/bin/sh\nexec sleep 60\n")
-    fake.chmod(0o755)
-    monkeypatch.setattr(stacks, "py_spy", lambda: str(fake))
+    fake_py_spy(tmp_path, monkeypatch, "exec sleep 60")
     sampler = StackSampler(tmp_path / "stacks.json")
     begin = time.perf_counter()
     assert not sampler.start(ready_timeout_s=0.5)

@@ -66,7 +66,6 @@ class StackSampler:
         self.rate = rate
         self._process: subprocess.Popen[bytes] | None = None
         self._early_output = b""
-        self._output_ended = False
         self.error: str | None = None
         self.start_s: float | None = None  # from launch to py-spy's first sample
 
@@ -96,22 +95,22 @@ class StackSampler:
         self._process = subprocess.Popen(
             command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
         )
-        if self._wait_until_sampling(ready_timeout_s):
+        state = self._wait_until_sampling(ready_timeout_s)
+        if state == "sampling":
             self.start_s = round(time.perf_counter() - launched, 3)
             return True
-        exited = self._output_ended  # py-spy closed its output: it exited (an error), not slow
         self.stop()
-        lines = [s for s in self._early_output.decode(errors="replace").splitlines() if s.strip()]
         self.error = (
-            f"py-spy did not start sampling: {lines[-1] if lines else 'no output'}"
-            if exited
+            f"py-spy did not start sampling: {_last_line(self._early_output)}"
+            if state == "exited"  # it closed its output: an error, not a slow start
             else f"py-spy did not start sampling within {ready_timeout_s:g} s"
         )
         return False
 
-    def _wait_until_sampling(self, timeout_s: float) -> bool:
-        """Read py-spy's output until its "Sampling process" line (True) or its exit (False).
-        A thread reads, so that a py-spy that neither prints nor exits cannot block us."""
+    def _wait_until_sampling(self, timeout_s: float) -> str:
+        """Read py-spy's output until its "Sampling process" line ("sampling"), its exit
+        ("exited") or ``timeout_s`` ("timeout"). A thread reads, so that a py-spy that neither
+        prints nor exits cannot block us."""
         process = self._process
         assert process is not None and process.stdout is not None
         stdout = process.stdout
@@ -128,9 +127,10 @@ class StackSampler:
         reader = threading.Thread(target=read, name="imgbench-py-spy-start", daemon=True)
         reader.start()
         reader.join(timeout_s)
-        self._output_ended = not reader.is_alive() and not seen.is_set()
         self._early_output = b"".join(lines)
-        return seen.is_set()
+        if seen.is_set():
+            return "sampling"
+        return "timeout" if reader.is_alive() else "exited"
 
     def stop(self, timeout_s: float = 30.0) -> list[Stack]:
         """Stop py-spy (SIGINT: it writes its file) and read the stacks; [] with ``error`` set
@@ -155,10 +155,15 @@ class StackSampler:
                 process.wait()
         output = self._early_output + (output or b"")
         if not self.out.is_file():
-            lines = [s for s in output.decode(errors="replace").splitlines() if s.strip()]
-            self.error = f"py-spy wrote no profile: {lines[-1] if lines else 'no output'}"
+            self.error = f"py-spy wrote no profile: {_last_line(output)}"
             return []
         return read_speedscope(json.loads(self.out.read_text()))
+
+
+def _last_line(output: bytes) -> str:
+    """py-spy's last non-empty line: its own words for what went wrong."""
+    lines = [s for s in output.decode(errors="replace").splitlines() if s.strip()]
+    return lines[-1] if lines else "no output"
 
 
 def read_speedscope(doc: dict[str, Any]) -> list[Stack]:
