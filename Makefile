@@ -63,7 +63,7 @@ mosaic-env-or-skip: setup
 test: setup $(TF_ENV) mosaic-env-or-skip
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
-	$(VENV)/bin/mypy
+	scripts/typecheck.sh $(VENV)/bin/mypy
 	$(VENV)/bin/pytest tests/ -p no:cacheprovider --durations=25
 
 format: setup
