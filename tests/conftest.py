@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import textwrap
@@ -10,6 +11,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 from PIL import Image
+
+from imgbench.harness.worker import WORKER_IMPORTS_ENV
+
+# The sessions the tests start import only their selected cases' modules in the worker server:
+# the profile's whole set (albumentations, torch, torchvision, ...: about 5 s) in every one made
+# `make test` 17 min instead of 14. tests/harness/test_worker_history.py tests the default.
+os.environ.setdefault(WORKER_IMPORTS_ENV, "selected")
 
 
 def write_photo_like(path: Path, size: tuple[int, int], seed: int, fmt: str = "JPEG") -> None:

@@ -58,6 +58,14 @@ class Profile:
     # "fixed": the worker server runs with address-space randomisation off, so every session
     # draws the same layout (imgbench.harness.layout); "randomized": the kernel's draw
     address_layout: Literal["fixed", "randomized"] = "fixed"
+    # "profile": the worker server imports what every case of the profile (in its environment)
+    # needs, whatever the session selected, so that a case alone and inside the suite forks from
+    # the same process (imgbench.harness.worker); "selected": only what the selected cases need
+    worker_imports: Literal["profile", "selected"] = "profile"
+    # worker processes per case, each with its own heap layout, their rounds pooled (pyperf's
+    # processes): one process is one draw of a layout that alone moved Pillow's decode 25%.
+    # Each process times rounds / processes rounds (at least 2) after its own warm-up
+    processes: int = 1
     # rounds timed while a host probe ran slower than this many times the session's fastest are
     # timed again, within host_budget_s per case (imgbench.harness.host); 0 keeps every round
     host_max_ratio: float = 1.3
@@ -332,6 +340,8 @@ _TOP_LEVEL = {
     "process_model",
     "allocator",
     "address_layout",
+    "processes",
+    "worker_imports",
     "host_max_ratio",
     "host_budget_s",
     "environments",

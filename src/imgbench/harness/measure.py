@@ -25,7 +25,7 @@ from __future__ import annotations
 import math
 import resource
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -68,6 +68,10 @@ class Measurement:
     process_model: str = "in-process"
     allocator: str | None = None
     address_layout: str | None = None  # fixed | randomized (imgbench.harness.layout)
+    worker_imports: str | None = None  # profile | selected (imgbench.harness.worker)
+    # one figure per worker process when a case is measured in several (``pool``): images/s of
+    # that process's median round; empty for one process
+    process_images_per_s: list[float] = field(default_factory=list)
     # the host's state during each kept round (imgbench.harness.host): 1.0 = its quietest
     host_ratios: list[float] = field(default_factory=list)
     host_rounds_discarded: int = 0
@@ -96,6 +100,9 @@ class Measurement:
             "process_model": self.process_model,
             "allocator": self.allocator,
             "address_layout": self.address_layout,
+            "worker_imports": self.worker_imports,
+            "processes": max(1, len(self.process_images_per_s)),
+            "process_images_per_s": [float(v) for v in self.process_images_per_s] or None,
         }
         if not self.samples_s:  # an instruction count: no timed rounds, no throughput
             return row
@@ -157,6 +164,14 @@ def round_repeats(pass_s: float, min_round_s: float) -> int:
 CONFIRM_ROUNDS = 3  # calibration rounds that may raise the repeats before timing starts
 
 
+def repeat_items(workload: Workload, repeats: int) -> int:
+    """Make one round ``repeats`` passes over the workload's items; returns ``repeats``."""
+    workload.items = list(workload.items) * repeats
+    workload.bytes_per_round *= repeats
+    workload.megapixels_per_round *= repeats
+    return repeats
+
+
 def calibrate(workload: Workload, warm_pass_s: list[float], min_round_s: float) -> int:
     """Repeat the workload's items so one round lasts ``min_round_s``; returns the repeats.
 
@@ -181,10 +196,8 @@ def calibrate(workload: Workload, warm_pass_s: list[float], min_round_s: float) 
         if round_s >= min_round_s or repeats >= MAX_REPEATS:
             break
         repeats = min(MAX_REPEATS, max(repeats + 1, math.ceil(repeats * min_round_s / round_s)))
-    workload.items = items * repeats
-    workload.bytes_per_round *= repeats
-    workload.megapixels_per_round *= repeats
-    return repeats
+    workload.items = items
+    return repeat_items(workload, repeats)
 
 
 def _untimed_round(workload: Workload) -> float:
@@ -360,9 +373,13 @@ def run_case(
     gate: HostGate,
     instructions_dir: Path | None = None,
     min_case_s: float = 0.0,
+    fixed_repeats: int | None = None,
 ) -> Measurement:
     """Prepare the case's workload (untimed), warm up, calibrate, then time ``rounds`` rounds
     (or as many as last ``min_case_s``; cold-cache rounds keep ``rounds``).
+
+    ``fixed_repeats`` replaces calibration: a case's later worker processes time rounds of the
+    first one's length, so that their rounds pool (:func:`pool`).
 
     With ``instructions_dir`` (a process under callgrind) one pass over the items is counted
     instead of timed (:mod:`imgbench.harness.instructions`).
@@ -386,7 +403,11 @@ def run_case(
             if instructions_dir is not None:
                 counts = count_pass(workload, instructions_dir, case.case_id)
                 return _counted(case, workload, warmup_rounds, settings, counts)
-            repeats = calibrate(workload, warm_pass_s, min_round_s)
+            repeats = (
+                calibrate(workload, warm_pass_s, min_round_s)
+                if fixed_repeats is None
+                else repeat_items(workload, fixed_repeats)
+            )
             reset_peak_rss()
             minor0, major0 = page_faults()
             cold = workload.cache is not None and workload.cache.state == "cold"
@@ -422,6 +443,49 @@ def run_case(
         host_wait_s=timed.waited_s,
         host_reference_s=gate.reference_s,
         host_max_ratio=gate.max_ratio,
+    )
+
+
+def pool(parts: list[Measurement]) -> Measurement:
+    """One case measured in several worker processes, as one measurement: the rounds of all,
+    and each process's own figure (``process_images_per_s``).
+
+    Every process draws its own heap layout, and on this VM the layout alone moved Pillow's
+    decode between two speeds 25% apart (docs/measuring.md, "One process is one layout"): the
+    processes sample that spread instead of betting the figure on one draw, as pyperf's
+    processes do. The first process calibrates the passes per round the others repeat; where a
+    case's own time budget kept another number of inputs in a later process (augmentation cases
+    cut slow pipelines' inputs by a first call's time), that process's rounds are scaled to the
+    first's images per round before they pool.
+    """
+    first = parts[0]
+    if len(parts) == 1:
+        return first
+    rounds = [max(1, p.rounds) for p in parts]
+
+    def weighted(values: list[float | None]) -> float | None:
+        known = [(v, r) for v, r in zip(values, rounds, strict=True) if v is not None]
+        return sum(v * r for v, r in known) / sum(r for _, r in known) if known else None
+
+    return replace(
+        first,
+        samples_s=[
+            s * first.images_per_round / max(1, p.images_per_round)
+            for p in parts
+            for s in p.samples_s
+        ],
+        latencies_s=np.concatenate([p.latencies_s for p in parts]),
+        rounds=sum(p.rounds for p in parts),
+        peak_rss_bytes=max(p.peak_rss_bytes for p in parts),
+        page_faults_minor_per_image=weighted([p.page_faults_minor_per_image for p in parts]),
+        page_faults_major_per_image=weighted([p.page_faults_major_per_image for p in parts]),
+        host_ratios=[r for p in parts for r in p.host_ratios],
+        host_rounds_discarded=sum(p.host_rounds_discarded for p in parts),
+        host_wait_s=sum(p.host_wait_s for p in parts),
+        host_reference_s=min(p.host_reference_s for p in parts),
+        process_images_per_s=[
+            p.images_per_round / float(np.median(p.samples_s)) for p in parts if p.samples_s
+        ],
     )
 
 

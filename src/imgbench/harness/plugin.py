@@ -13,7 +13,7 @@ import math
 import os
 import time
 from collections.abc import Generator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -28,10 +28,17 @@ from imgbench.harness.context import CaseContext
 from imgbench.harness.host import HostGate
 from imgbench.harness.layout import LAYOUTS
 from imgbench.harness.layout import current as current_layout
-from imgbench.harness.measure import Measurement, measure, record_samples
+from imgbench.harness.measure import Measurement, measure, pool, record_samples
 from imgbench.harness.row import measurement_columns, new_run_id, row_header
 from imgbench.harness.services import Services, ServiceUnavailableError, row_columns
-from imgbench.harness.worker import WorkerJob, WorkerServer
+from imgbench.harness.worker import (
+    HEAP_OFFSET_STEP,
+    WORKER_IMPORTS,
+    WORKER_IMPORTS_ENV,
+    WorkerJob,
+    WorkerServer,
+    profile_imports,
+)
 from imgbench.machine import dist_version
 from imgbench.paths import looks_like_path
 from imgbench.profiles import Profile, ProfileError, get_profile
@@ -71,9 +78,12 @@ class SessionState:
     process_model: str  # worker | in-process
     allocator: str  # the worker processes' allocator setting (imgbench.harness.allocator)
     address_layout: str  # the worker server's address layout (imgbench.harness.layout)
+    processes: int  # worker processes per case, their rounds pooled (imgbench.harness.measure.pool)
     host_gate: HostGate  # its reference is the fastest host probe seen this session
     measure: str = "wall"  # or "instructions": counted under callgrind in the worker server
-    preload: tuple[str, ...] = ()  # modules the collected cases require: the server imports them
+    # profile | selected: which modules the worker server imports (imgbench.harness.worker)
+    worker_imports: str = "profile"
+    preload: tuple[str, ...] = ()  # the modules the worker server imports before it forks
     secondary: bool = False
     allocator_session: bool = False
     rows: list[dict[str, Any]] = field(default_factory=list)
@@ -114,6 +124,41 @@ class SessionState:
             )
         return self._server
 
+    def measure_in_workers(self, case: Case, ctx: CaseContext) -> Measurement:
+        """The case in ``processes`` worker processes (one when counting instructions), each
+        with its own heap offset; the first calibrates the rounds the others repeat."""
+        job = self.job(case, ctx)
+        processes = 1 if self.measure == "instructions" else max(1, self.processes)
+        if processes > 1:
+            job = replace(job, rounds=max(2, math.ceil(self.rounds / processes)))
+        parts: list[Measurement] = []
+        built: tuple[str, ...] = ()
+        for index in range(processes):
+            process_job = replace(
+                job,
+                heap_offset=index * HEAP_OFFSET_STEP,
+                round_repeats=parts[0].round_repeats if parts else None,
+            )
+            outcome = self.server().run(process_job)
+            if index == 0 and outcome.status == "ok" and outcome.built and self.measure == "wall":
+                # it built the session's shared inputs (reference decodes, a store) before its
+                # rounds, and a case after it would load them: measured again in a fresh fork,
+                # its heap has the same history alone and inside the suite
+                built = outcome.built
+                outcome = self.server().run(process_job)
+            if outcome.status == "skipped":
+                pytest.skip(outcome.reason or "skipped in the worker")
+            if outcome.status != "ok":
+                reason = outcome.reason if index == 0 else f"process {index + 1}: {outcome.reason}"
+                pytest.fail(self.failure_reason(case, reason), pytrace=False)
+            if built:
+                outcome.measurement.extra["measured_again_after_building"] = len(built)
+            parts.append(outcome.measurement)
+            self.host_gate.reference_s = min(
+                self.host_gate.reference_s, outcome.measurement.host_reference_s
+            )
+        return pool(parts)
+
     def job(self, case: Case, ctx: CaseContext) -> WorkerJob:
         scratch = ctx.scratch_dir()
         services = {name: ctx.services[name] for name in case.services}
@@ -130,6 +175,7 @@ class SessionState:
             warmup_rounds=self.warmup_rounds,
             min_round_s=self.min_round_s,
             min_case_s=self.min_case_s,
+            worker_imports=self.worker_imports,
             host_gate=self.host_gate,
             scratch=str(scratch),
             result_path=str(scratch / "worker-result.pickle"),
@@ -245,6 +291,22 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="the worker processes' allocator (default: the profile's)",
     )
     group.addoption(
+        "--imgbench-worker-imports",
+        choices=WORKER_IMPORTS,
+        default=None,
+        help="profile: the worker server imports what every case of the profile needs, so a "
+        "case alone and inside the suite fork from the same process; selected: only the selected "
+        "cases' (always so for instruction counts). Default: the profile's",
+    )
+    group.addoption(
+        "--imgbench-processes",
+        type=int,
+        default=None,
+        metavar="N",
+        help="worker processes per case, each with its own heap layout, their rounds pooled "
+        "(pyperf's processes; default: the profile's)",
+    )
+    group.addoption(
         "--imgbench-address-layout",
         choices=LAYOUTS,
         default=None,
@@ -341,6 +403,8 @@ def pytest_configure(config: pytest.Config) -> None:
         process_model=config.getoption("imgbench_process") or profile.process_model,
         allocator=config.getoption("imgbench_allocator") or profile.allocator,
         address_layout=config.getoption("imgbench_address_layout") or profile.address_layout,
+        processes=config.getoption("imgbench_processes") or profile.processes,
+        worker_imports=worker_imports_setting(config, profile),
         host_gate=HostGate(
             max_ratio=(
                 profile.host_max_ratio
@@ -353,6 +417,20 @@ def pytest_configure(config: pytest.Config) -> None:
         secondary=bool(config.getoption("imgbench_secondary")),
         allocator_session=bool(config.getoption("imgbench_allocator_session")),
     )
+
+
+def worker_imports_setting(config: pytest.Config, profile: Profile) -> str:
+    """The option, else ``IMGBENCH_WORKER_IMPORTS``, else the profile's ``worker_imports``."""
+    chosen: str = (
+        config.getoption("imgbench_worker_imports")
+        or os.environ.get(WORKER_IMPORTS_ENV)
+        or profile.worker_imports
+    )
+    if chosen not in WORKER_IMPORTS:
+        raise pytest.UsageError(
+            f"imgbench: {WORKER_IMPORTS_ENV}={chosen!r}; known: {', '.join(WORKER_IMPORTS)}"
+        )
+    return chosen
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -438,13 +516,7 @@ class Harness:
         if not math.isfinite(state.host_gate.reference_s):
             state.host_gate.calibrate()  # the host's fast state, before the session's first case
         if state.uses_worker(case):
-            outcome = state.server().run(state.job(case, ctx))
-            if outcome.status == "skipped":
-                pytest.skip(outcome.reason or "skipped in the worker")
-            if outcome.status != "ok":
-                pytest.fail(state.failure_reason(case, outcome.reason), pytrace=False)
-            result: Measurement = outcome.measurement
-            state.host_gate.reference_s = min(state.host_gate.reference_s, result.host_reference_s)
+            result: Measurement = state.measure_in_workers(case, ctx)
             record_samples(self._benchmark, case, result)
         else:
             if state.allocator_session and current_allocator() != state.allocator:
@@ -604,7 +676,9 @@ def case_listing(item: pytest.Item, case: Case) -> dict[str, Any]:
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
-    """The worker server preloads what the selected cases require, not every library."""
+    """The worker server's imports: what every case of the profile needs (wall time), or only
+    the selected cases' (instruction counts: torch alone costs a minute under callgrind, and a
+    count does not depend on the heap layout)."""
     state = session.config.stash.get(STATE_KEY, None)
     if state is None:
         return
@@ -616,6 +690,10 @@ def pytest_collection_finish(session: pytest.Session) -> None:
             if case.environment not in state.unbuilt:  # skipped rows: nothing to import
                 required.update(case.requires)
             listing.append(case_listing(item, case))
+    if state.measure == "instructions":
+        state.worker_imports = "selected"
+    if state.worker_imports == "profile":
+        required.update(profile_imports(state.profile, state.environment))
     state.preload = tuple(sorted(required))
     out = session.config.getoption("imgbench_list_cases", None)
     if out:

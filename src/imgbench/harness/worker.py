@@ -28,7 +28,7 @@ import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from imgbench.errors import one_line
 from imgbench.harness.allocator import Allocator, environment_for, settle_glibc
@@ -52,7 +52,13 @@ CORE_PRELOAD = (
 )
 FORK_UNSAFE = frozenset({"pyvips"})
 HASH_SEED = "0"
+if TYPE_CHECKING:
+    from imgbench.profiles import Profile
+
 _DATASETS: dict[str, Any] = {}  # loaded by the server before any fork (0.5 s each, not per case)
+# overrides the profile's ``worker_imports`` where no option does (profile | selected)
+WORKER_IMPORTS_ENV = "IMGBENCH_WORKER_IMPORTS"
+WORKER_IMPORTS = ("profile", "selected")
 CASE_TIMEOUT_S = 3600.0  # a case that has not finished by then is killed with its worker
 _HEADER = struct.Struct("!I")
 
@@ -77,6 +83,11 @@ class WorkerJob:
     result_path: str
     measure: str = "wall"  # or "instructions": the server runs under callgrind
     min_case_s: float = 0.0  # timed rounds add up to at least this (imgbench.harness.measure)
+    # a case measured in several processes: this one's bytes of heap held before anything else
+    # (its own layout), and the first process's passes per round (so that rounds pool)
+    heap_offset: int = 0
+    worker_imports: str = "selected"  # what the server imported: profile | selected
+    round_repeats: int | None = None
     # handles of the session services the case needs (started by the runner, picklable)
     services: Mapping[str, Any] = field(default_factory=dict)
 
@@ -86,6 +97,17 @@ class WorkerOutcome:
     status: str  # ok | skipped | failed
     reason: str | None = None
     measurement: Any = None  # a Measurement when ok
+    # files this process added to the session's scratch folder (shared inputs it built first)
+    built: tuple[str, ...] = ()
+
+
+def scratch_files(scratch: Path) -> set[str]:
+    """The files under the session's scratch folder, relative to it."""
+    found: set[str] = set()
+    for folder, _, names in os.walk(scratch):
+        base = Path(folder).relative_to(scratch)
+        found.update(str(base / name) for name in names)
+    return found
 
 
 # -- the worker side -------------------------------------------------------------------------------
@@ -123,6 +145,7 @@ def run_job(job: WorkerJob) -> WorkerOutcome:
             services=dict(job.services),
             _scratch=Path(job.scratch),
         )
+        before = scratch_files(Path(job.scratch))
         measurement = run_case(
             case,
             ctx,
@@ -134,6 +157,7 @@ def run_job(job: WorkerJob) -> WorkerOutcome:
                 Path(job.scratch) / "callgrind" if job.measure == "instructions" else None
             ),
             min_case_s=job.min_case_s,
+            fixed_repeats=job.round_repeats,
         )
     except pytest.skip.Exception as exc:
         return WorkerOutcome("skipped", str(exc.msg))
@@ -143,17 +167,78 @@ def run_job(job: WorkerJob) -> WorkerOutcome:
         return WorkerOutcome("failed", one_line(exc))
     measurement.process_model = "worker"
     measurement.allocator = current()
+    built = scratch_files(Path(job.scratch)) - before
     measurement.address_layout = current_layout()
-    return WorkerOutcome("ok", measurement=measurement)
+    measurement.worker_imports = job.worker_imports
+    return WorkerOutcome("ok", measurement=measurement, built=tuple(sorted(built)))
 
 
-def _child(job: WorkerJob) -> None:
-    """The forked child: run the job, write the outcome, and leave without running atexit."""
+class JobInbox:
+    """The server's reads of each job into buffers allocated once, before the first fork.
+
+    A job unpickled in the server would leave its objects (and the holes of the jobs before it)
+    in the heap every later case is forked with: the cases that ran before would move the heap
+    layout a case inherits, and with it the speed of a decode (docs/measuring.md, "One process
+    is one layout"). So the server only copies a job's bytes into the same buffer, and the
+    forked child unpickles them: the server's heap is the same at every fork.
+    """
+
+    MAX_JOB_BYTES = 1 << 20  # a pickled job is about 2 KB
+
+    def __init__(self, stream: IO[bytes]) -> None:
+        self.stream = stream
+        self._header = memoryview(bytearray(_HEADER.size))
+        self._payload = memoryview(bytearray(self.MAX_JOB_BYTES))
+        self.size = 0
+
+    def _fill(self, view: memoryview) -> bool:
+        done = 0
+        while done < len(view):
+            got = self.stream.readinto(view[done:])  # type: ignore[attr-defined]
+            if not got:
+                return False
+            done += got
+        return True
+
+    def next(self) -> bool:
+        """Read the next job's bytes; False at the end of input."""
+        if not self._fill(self._header):
+            return False
+        (self.size,) = _HEADER.unpack(self._header)
+        if self.size > self.MAX_JOB_BYTES:
+            raise ValueError(f"a job of {self.size} bytes; the inbox holds {self.MAX_JOB_BYTES}")
+        return self._fill(self._payload[: self.size])
+
+    def job(self) -> Any:
+        """In the forked child: the job the server last read."""
+        return pickle.loads(self._payload[: self.size])
+
+
+HEAP_OFFSET_STEP = 1088  # bytes: process k of a case holds k of them (a cache line past 1 KiB)
+_HELD: list[int] = []
+
+
+def hold_heap_offset(size: int) -> None:
+    """Allocate ``size`` bytes and never free them, before the case allocates anything: every
+    later heap block of this process lands elsewhere, relative to the buffers it inherited, so
+    each of a case's processes draws another heap layout (a fork alone would copy the first)."""
+    libc = ctypes.CDLL(None)
+    libc.malloc.restype = ctypes.c_void_p
+    libc.malloc.argtypes = [ctypes.c_size_t]
+    _HELD.append(libc.malloc(size))
+
+
+def _child(inbox: JobInbox) -> None:
+    """The forked child: read the job, run it, write the outcome, and leave without running
+    atexit."""
     code = 0
     # the server's SIGTERM handler ends the whole group; a case's own processes (DataLoader
     # workers, which torch may terminate) must not inherit it
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     try:
+        job: WorkerJob = inbox.job()
+        if job.heap_offset > 0:
+            hold_heap_offset(job.heap_offset)
         os.dup2(
             2, 1
         )  # the server's stdout is the runner's channel: a library's print goes to stderr
@@ -221,14 +306,35 @@ def serve(dataset: str | None = None, preload: tuple[str, ...] = ()) -> None:
 
         with contextlib.suppress(Exception):  # the case that needs it reports the error
             _DATASETS[dataset] = load_dataset(dataset)
+    inbox, replies = JobInbox(sys.stdin.buffer), sys.stdout.buffer
     settle_glibc()  # the children's allocator state, whatever the imports above left
-    jobs, replies = sys.stdin.buffer, sys.stdout.buffer
-    while (job := _read_message(jobs)) is not None:
+    while inbox.next():
         pid = os.fork()
         if pid == 0:
-            _child(job)
+            _child(inbox)
         _, status = os.waitpid(pid, 0)
         _write_message(replies, status)
+
+
+def profile_imports(profile: Profile, environment: str) -> tuple[str, ...]:
+    """What every case of ``profile`` in ``environment`` requires, across all stages, whatever
+    this session selected.
+
+    The server's import set is part of the heap a case is forked with, and the heap layout
+    decides the speed of a decode: with the imports of one reader case alone, Pillow read the
+    quick set at about 1,000 images/s, and inside the whole suite at about 1,250
+    (docs/measuring.md, "One process is one layout"). The same profile imports the same set, so
+    a case run by itself forks from the same server as inside the suite.
+    """
+    from imgbench.stages import STAGES, stage_cases
+
+    modules: set[str] = set()
+    for stage in STAGES:
+        with contextlib.suppress(Exception):  # a stage that cannot plan here imports nothing
+            for case in stage_cases(stage.name, profile):
+                if case.environment == environment:
+                    modules.update(case.requires)
+    return tuple(sorted(modules))
 
 
 def preload_modules(required: tuple[str, ...]) -> list[str]:
@@ -262,6 +368,9 @@ class WorkerServer:
             env["PYTHONHASHSEED"] = HASH_SEED
             env[RUNNER_PID_ENV] = str(os.getpid())
             env.pop(LAYOUT_ENV, None)
+            # names the test that happened to start the server: its length would move the
+            # server's stack, and with it every fork's, by what ran first
+            env.pop("PYTEST_CURRENT_TEST", None)
             prefix: list[str] = []
             if self.callgrind_dir is not None:
                 from imgbench.harness.instructions import counted_tunables, valgrind_command

@@ -124,6 +124,22 @@ _FIELDS: list[tuple[str, pa.DataType, str]] = [
         "session the same layout | randomized: the kernel drew a layout per process",
     ),
     (
+        "worker_imports",
+        pa.string(),
+        "profile: the worker server imported what every case of the profile needs, whatever ran | "
+        "selected: only the selected cases' modules (the import set moves the heap layout)",
+    ),
+    (
+        "processes",
+        pa.int32(),
+        "worker processes the case was measured in, each with its own heap layout, rounds pooled",
+    ),
+    (
+        "process_images_per_s",
+        pa.list_(pa.float64()),
+        "images/s of each worker process's median round (null for one process)",
+    ),
+    (
         "process_model",
         pa.string(),
         "worker: a fresh fork of a pristine server process per case | in-process: the session's",
