@@ -2,11 +2,13 @@
 
 The pytest session is the runner: it plans cases and writes rows. A *server* process starts once
 per session with a controlled environment (the allocator setting, ``PYTHONHASHSEED``), imports
-the libraries the session's cases require (``preload_modules``) and then never runs a case itself: for each case
-it forks a child, which rebuilds the case from its id, prepares, warms up, calibrates and times
+the libraries every case of the profile requires (``profile_imports``, ``preload_modules``) and
+then never runs a case itself: for each case it forks a child, which unpickles the job the server
+only copied (``JobInbox``), rebuilds the case from its id, prepares, warms up, calibrates and times
 it, and hands back a :class:`~imgbench.harness.measure.Measurement`. Every case therefore starts
 from the same process state, a copy of the pristine server, whatever ran before it: no heap, no
-allocator high-water mark, no imported-late module carries over from case to case.
+allocator high-water mark, no imported-late module carries over from case to case, and a case
+that built the session's shared inputs is measured again in a fresh fork (the plugin).
 
 Forking costs milliseconds where a fresh interpreter would re-import torch for every case;
 what cases share (reference decodes, decoded inputs, built formats) lives in the session's
@@ -35,6 +37,9 @@ from imgbench.harness.allocator import Allocator, environment_for, settle_glibc
 from imgbench.harness.host import HostGate
 from imgbench.harness.layout import LAYOUT_ENV, run_under
 
+if TYPE_CHECKING:
+    from imgbench.profiles import Profile
+
 # Imported by the server before any fork, besides the modules the session's cases require (their
 # ``requires``): what every case uses. Modules that are not safe to fork after import are never
 # preloaded (pyvips: its thread pool deadlocks in a forked child); their cases import them.
@@ -52,9 +57,6 @@ CORE_PRELOAD = (
 )
 FORK_UNSAFE = frozenset({"pyvips"})
 HASH_SEED = "0"
-if TYPE_CHECKING:
-    from imgbench.profiles import Profile
-
 _DATASETS: dict[str, Any] = {}  # loaded by the server before any fork (0.5 s each, not per case)
 # overrides the profile's ``worker_imports`` where no option does (profile | selected)
 WORKER_IMPORTS_ENV = "IMGBENCH_WORKER_IMPORTS"
