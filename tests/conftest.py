@@ -64,11 +64,14 @@ def installed_package(root: Path, package: str, source: str, entry_points: str) 
     return site
 
 
-def run_pytest(args: list[str], cwd: Path, timeout: float = 300) -> subprocess.CompletedProcess:
+def run_pytest(
+    args: list[str], cwd: Path, timeout: float = 300, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess:
     """Run pytest in a fresh process, as a user would; the imgbench plugin loads by entry point."""
     return subprocess.run(
         [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *args],
         cwd=cwd,
+        env=env,
         capture_output=True,
         text=True,
         timeout=timeout,

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -26,6 +25,7 @@ from imgbench.harness.worker import (
     WorkerServer,
     _write_message,
 )
+from tests.conftest import run_pytest
 from tests.harness.test_worker import _run, probe_env  # noqa: F401  (a fixture)
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -194,15 +194,8 @@ def test_the_inbox_reads_whole_jobs_and_refuses_one_too_large(tmp_path: Path) ->
 
 
 def test_an_unknown_worker_imports_setting_is_a_usage_error(tiny_dataset: Path) -> None:
-    import subprocess
-
-    out = subprocess.run(
+    out = run_pytest(
         [
-            sys.executable,
-            "-m",
-            "pytest",
-            "-p",
-            "no:cacheprovider",
             str(ROOT / "benches" / "bench_readers.py"),
             "--imgbench-profile=quick",
             f"--dataset={tiny_dataset}",
@@ -210,9 +203,6 @@ def test_an_unknown_worker_imports_setting_is_a_usage_error(tiny_dataset: Path) 
         ],
         cwd=ROOT,
         env={**os.environ, WORKER_IMPORTS_ENV: "everything"},
-        capture_output=True,
-        text=True,
-        timeout=300,
     )
     assert out.returncode == 4, out.stdout[-2000:]
     assert "IMGBENCH_WORKER_IMPORTS='everything'" in out.stdout + out.stderr
