@@ -15,6 +15,7 @@ REPO = Path(__file__).resolve().parents[2]
 def test_scale_benchmark_runs_and_reports_every_step(tmp_path: Path) -> None:
     figures_file = tmp_path / "figures.json"
     work = tmp_path / "work"
+    (work / "left-by-an-earlier-run").mkdir(parents=True)  # moved aside, removed at the end
     args = ["--n", "40", "--small", "20", "--ratio-n", "16", "--rounds", "1"]
     args += ["--sizes", "96x64", "--formats", "lmdb", "parquet", "--dir", str(work)]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO / "src"), str(REPO)])}
@@ -33,13 +34,19 @@ def test_scale_benchmark_runs_and_reports_every_step(tmp_path: Path) -> None:
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     figures = json.loads(figures_file.read_text())
-    (ratio_round,) = figures["rounds"]
-    assert ratio_round["ratio"] > 0 and ratio_round["encode_bound_per_s"] > 0
+    assert len(figures["rounds"]) == 2  # --rounds 1 before the generating steps, one after
+    for ratio_round in figures["rounds"]:
+        assert ratio_round["ratio"] > 0 and ratio_round["encode_bound_per_s"] > 0
+    # the file-creation probe ran before each generating step
+    assert set(figures["create_us"]) == {"the ratio rounds", "synth 20", "synth 40"}
+    assert all(value > 0 for value in figures["create_us"].values())
     for n in (20, 40):
         assert figures[f"synth_{n}"]["peak_rss_max_mib"] > 0
+        assert figures[f"synth_{n}"]["of_bound"] > 0
         for name in ("lmdb", "parquet"):
             convert = figures[f"convert_{name}_{n}"]
             assert convert["records"] == n and convert["write_rate"] > 0
     assert figures["disk_1m_gb"] > 0
     assert "extrapolated to 1,000,000 images" in proc.stdout
     assert not work.exists()  # removed without --keep
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith("work")] == []

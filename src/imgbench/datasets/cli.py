@@ -11,7 +11,7 @@ from rich.table import Table
 
 from imgbench.console import console, fail
 
-from .manifest import DatasetError
+from .manifest import DatasetError, ManifestFile
 
 dataset_app = typer.Typer(
     help="Generate, scan and build the datasets benchmarks run on.", no_args_is_help=True
@@ -73,12 +73,17 @@ def scan(
     workers: Annotated[int | None, typer.Option(help="processes (default: every core)")] = None,
 ) -> None:
     """Manifest and summary of any image folder; files it cannot use are listed with the reason."""
-    from .scan import scan as scan_folder
+    from .scan import scan_to_file
 
-    try:
-        result = scan_folder(path, workers=workers, progress=True)
+    try:  # the manifest stays on disk: memory is flat in the number of images
+        result = scan_to_file(path, workers=workers, progress=True)
     except DatasetError as exc:
         raise fail(exc) from None
+    with result:
+        _print_scan(result, manifest)
+
+
+def _print_scan(result: ManifestFile, manifest: Path | None) -> None:
     summary = result.summary()
     table = Table("", "", show_header=False)
     table.add_row("root", str(result.root))
@@ -97,12 +102,12 @@ def scan(
                     for p in ("p5", "p50", "p95")
                 ),
             )
-    table.add_row("excluded files", str(len(result.bad)))
+    table.add_row("excluded files", str(result.n_bad))
     console.print(table)
-    for bad in result.bad:
+    for bad in result.iter_bad():
         console.print(f"[yellow]excluded[/] {bad.path}: {bad.reason}", highlight=False)
     if manifest is not None:
-        result.to_parquet(manifest)
+        result.load().to_parquet(manifest)  # the layout `Manifest.from_parquet` documents
         console.print(f"manifest: {manifest}", highlight=False)
 
 

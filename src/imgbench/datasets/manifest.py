@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import math
 import weakref
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -79,6 +80,27 @@ def _percentiles(values: list[float]) -> dict[str, float]:
         return {"p5": float("nan"), "p50": float("nan"), "p95": float("nan")}
     p5, p50, p95 = np.percentile(np.asarray(values, dtype=float), [5, 50, 95])
     return {"p5": float(p5), "p50": float(p50), "p95": float(p95)}
+
+
+def _percentiles_of_counts(counts: Mapping[float, int]) -> dict[str, float]:
+    """:func:`_percentiles` (numpy's linear method) of values given as ``value -> how many``:
+    memory in the number of distinct values (image sizes), not in the number of images."""
+    if not counts:
+        return _percentiles([])
+    values = sorted(counts)
+    cumulative = np.cumsum([counts[v] for v in values])
+    last = int(cumulative[-1]) - 1
+
+    def at(k: int) -> float:  # the k-th smallest value, counting from 0
+        return float(values[int(np.searchsorted(cumulative, k, side="right"))])
+
+    out = {}
+    for p in (5, 50, 95):
+        position = p / 100 * last
+        low = math.floor(position)
+        below, above = at(low), at(math.ceil(position))
+        out[f"p{p}"] = below + (above - below) * (position - low)
+    return out
 
 
 @dataclass
@@ -346,6 +368,41 @@ class ManifestFile:
 
     def load(self) -> Manifest:
         return Manifest(self.root, list(self), list(self.iter_bad()))
+
+    def summary(self) -> dict:
+        """:meth:`Manifest.summary`, streamed from the file: memory in the number of distinct
+        image sizes, codecs and modes, not in the number of images."""
+        sizes: Counter[tuple[int, int]] = Counter()
+        codecs: Counter[str] = Counter()
+        modes: Counter[str] = Counter()
+        columns = ["codec", "width", "height", "mode", "reason"]
+        for row in iter_rows(self.path, columns):
+            if row["reason"] is None:
+                sizes[(row["width"], row["height"])] += 1
+                codecs[row["codec"]] += 1
+                modes[row["mode"]] += 1
+        widths: Counter[float] = Counter()
+        heights: Counter[float] = Counter()
+        megapixels: Counter[float] = Counter()
+        for (width, height), n in sizes.items():
+            widths[width] += n
+            heights[height] += n
+            megapixels[width * height / 1e6] += n
+        total_mp = sum(mp * n for mp, n in megapixels.items())
+        return {
+            "root": str(self.root),
+            "fingerprint": self.fingerprint,
+            "count": self.count,
+            "total_bytes": int(self.total_bytes),
+            "codecs": dict(sorted(codecs.items())),
+            "modes": dict(sorted(modes.items())),
+            "n_labels": len(self.classes),
+            "width": _percentiles_of_counts(widths),
+            "height": _percentiles_of_counts(heights),
+            "megapixels": _percentiles_of_counts(megapixels),
+            "mean_megapixels": total_mp / self.count if self.count else 0.0,
+            "n_bad": self.n_bad,
+        }
 
     def close(self) -> None:
         if self._finalizer is not None:

@@ -27,7 +27,7 @@ from PIL import Image
 
 from . import bank
 from .detail import MAX_LEVEL
-from .parallel import cpu_count, imap
+from .parallel import WorkerPool, cpu_count
 from .writer import BackgroundWriter
 
 # Bump when the rendered pixels or the encoding change: recipes built with older code are rebuilt.
@@ -193,18 +193,20 @@ def generate(
     from tqdm import tqdm
 
     labels_tmp = out / ".labels.csv.tmp"
-    banks = _shared_banks(spec, out, n_workers)
-    jobs: Iterator[tuple[SynthSpec, str, int, int, str | None]] = (
-        (spec, str(out), start, min(n, start + task), banks) for start in range(0, n, task)
-    )
+    banks: str | None = None
     try:
         with (
+            WorkerPool(n_workers) as pool,  # one pool start for the banks and the images
             labels_tmp.open("w", newline="") as handle,
             tqdm(total=n, desc=f"synth {out.name}", unit="img", disable=not progress) as bar,
         ):
+            banks = _shared_banks(spec, out, pool)
+            jobs: Iterator[tuple[SynthSpec, str, int, int, str | None]] = (
+                (spec, str(out), start, min(n, start + task), banks) for start in range(0, n, task)
+            )
             writer = csv.writer(handle)
             writer.writerow(["path", "label"])
-            for names in imap(make_images, jobs, workers=n_workers, chunksize=1):
+            for names in pool.imap(make_images, jobs, chunksize=1):
                 writer.writerows([rel, rel.split("/", 1)[0]] for rel in names)
                 bar.update(len(names))
     finally:
@@ -223,11 +225,11 @@ def possible_sizes(spec: SynthSpec) -> list[tuple[int, int]]:
     return [(edge, 1) for edge in range(281, 2600)]
 
 
-def _shared_banks(spec: SynthSpec, out: Path, n_workers: int) -> str | None:
+def _shared_banks(spec: SynthSpec, out: Path, pool: WorkerPool) -> str | None:
     """With several workers, build every bank the spec needs once, spread over the workers, into
     a folder that the workers map (instead of each rendering all of them): in shared memory
     (``/dev/shm``) where there is one, else hidden in ``out``; removed when done."""
-    if n_workers <= 1:
+    if pool.workers <= 1:
         return None
     shm = Path("/dev/shm")
     parent = shm if shm.is_dir() and os.access(shm, os.W_OK) else out
@@ -238,7 +240,7 @@ def _shared_banks(spec: SynthSpec, out: Path, n_workers: int) -> str | None:
         for k in range(bank.banks_per_tier(side))
     ]
     try:
-        for _ in imap(bank.save, iter(jobs), workers=min(n_workers, len(jobs)), chunksize=1):
+        for _ in pool.imap(bank.save, iter(jobs), chunksize=1):
             pass
     except BaseException:
         shutil.rmtree(folder, ignore_errors=True)
