@@ -1,8 +1,8 @@
 """Parquet on S3 (the ``parquet`` format uploaded), read through pyarrow's ``S3FileSystem``.
 
-The file is opened once (its footer: two ranged reads); random access reads the record's row
+Each shard is opened once (its footer: two ranged reads); random access reads the record's row
 group (ranged GETs of its column chunks), sequential iteration reads one row group per batch,
-exactly as the local reader does on a file.
+exactly as the local reader does on its files.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from imgbench.formats.base import FormatMeta
-from imgbench.formats.parquet import FILE, OverRowGroups, RowGroups
+from imgbench.formats.parquet import FILE, OverRowGroups, RowGroups, shard_names
 from imgbench.formats.s3 import S3Reader
 from imgbench.objectstore.server import S3Endpoint
 
@@ -33,9 +33,14 @@ class Reader(OverRowGroups, S3Reader):
             request_timeout=30,
             retry_strategy=pafs.AwsStandardS3RetryStrategy(max_attempts=2),
         )
-        self._input = fs.open_input_file(f"{endpoint.bucket}/{self.key(FILE)}")
-        self._groups = RowGroups(pq.ParquetFile(self._input))
+        names = shard_names(meta.count)
+        first = f"{endpoint.bucket}/{self.key(names[0])}"
+        if fs.get_file_info(first).type == pafs.FileType.NotFound:
+            names = [FILE]  # a store written before the shards
+        self._inputs = [fs.open_input_file(f"{endpoint.bucket}/{self.key(n)}") for n in names]
+        self._groups = RowGroups([pq.ParquetFile(handle) for handle in self._inputs])
 
     def close(self) -> None:
         self._groups.close()
-        self._input.close()
+        for handle in self._inputs:
+            handle.close()
