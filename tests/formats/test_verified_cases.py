@@ -16,7 +16,7 @@ import pytest
 import imgbench.formats.registry as registry
 import imgbench.formats.session as session
 from imgbench.datasets.manifest import Manifest
-from imgbench.formats.base import FormatSpec, build_format, fixed_array
+from imgbench.formats.base import MARKER, META_DIR, FormatSpec, build_format, fixed_array
 from imgbench.formats.cases import _prepare_read, _prepare_write
 from imgbench.formats.roundtrip import decode_check, difference, round_trip
 from imgbench.harness.case import Case, Workload, spec_case
@@ -198,3 +198,32 @@ def test_a_bench_session_records_failed_rows_for_the_broken_format(
     assert len(healthy) == 1 and (healthy.status == "ok").all(), healthy.reason.tolist()
     extra = json.loads(healthy.extra_json.iloc[0])
     assert extra["verified_records"] == extra["records"] > 0
+
+
+def test_write_rounds_set_their_stores_aside_and_the_session_end_removes_them(
+    ctx: CaseContext,
+) -> None:
+    """Nothing is deleted while a session measures: a deletion slows later file creations on ext4
+    without a journal (CaseContext.discard). The stores go to the scratch's trash instead."""
+    from imgbench.harness.context import DISCARDED
+
+    spec = registry.get_format("folder")
+    params = {"format": spec.name, "mode": "write", "cache_state": "warm"}
+    params |= {"order": "sequential", "payload": "bytes"}
+    case = spec_case(spec, stage="format", prepare=_prepare_write, params=params)
+    workload = case.prepare(ctx, case)
+    assert workload.before_round is not None and workload.close is not None
+    for _ in range(3):
+        workload.before_round()
+        workload.fn(0)
+    trash = ctx.scratch_dir() / DISCARDED
+    set_aside = sorted(trash.iterdir())
+    assert len(set_aside) == 2  # the first two rounds' stores, whole
+    for store in set_aside:  # complete stores (their marker comes last), not half-deleted ones
+        assert (store / "out" / META_DIR / MARKER).is_file()
+        assert len([p for p in (store / "out").rglob("*") if p.is_file()]) > len(ctx.entries())
+    workload.close()  # the last store is adopted by the read cases, the rest set aside
+    assert len(list(trash.iterdir())) == 3
+    scratch = ctx.scratch_dir()
+    ctx.close()
+    assert not scratch.exists()

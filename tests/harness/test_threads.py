@@ -32,7 +32,7 @@ def test_row_groups_read_the_same_records_with_and_without_threads(tmp_path: Pat
     images = [bytes([i]) * (100 + i) for i in range(10)]
     table = pa.table({"image": pa.array(images, pa.binary()), "label": list(range(10))})
     pq.write_table(table, path, row_group_size=4)
-    groups = parquet_format.RowGroups(pq.ParquetFile(path))
+    groups = parquet_format.RowGroups([pq.ParquetFile(path)])
     threaded = [groups[i] for i in range(10)]
     with thread_limits(1):
         single = [groups[i] for i in range(10)]

@@ -15,7 +15,6 @@ the dataset's disk (never tmpfs, where cold reads are impossible), removed at ex
 
 from __future__ import annotations
 
-import shutil
 import statistics
 import time
 from collections.abc import Callable
@@ -142,7 +141,7 @@ def _prepare_write(ctx: CaseContext, case: Case) -> Workload:
     extra: dict[str, Any] = {"order": "sequential", "payload": spec.stores}
 
     def before_round() -> None:
-        shutil.rmtree(folder, ignore_errors=True)
+        ctx.discard(folder)  # not deleted: deleting slows the next round's file creations
 
     def write_all(_: object) -> None:
         start = time.perf_counter()
@@ -161,7 +160,7 @@ def _prepare_write(ctx: CaseContext, case: Case) -> Workload:
         verdict = check_store(ctx, spec, report)
         extra["verified_records"] = verdict.records
         adopt_built(ctx, report, verdict)  # the read cases reuse the last round's output
-        shutil.rmtree(folder, ignore_errors=True)
+        ctx.discard(folder)
         if not verdict.ok:
             pytest.fail(verdict.reason(), pytrace=False)
 
