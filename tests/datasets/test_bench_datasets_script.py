@@ -17,7 +17,17 @@ def test_scale_benchmark_runs_and_reports_every_step(tmp_path: Path) -> None:
     work = tmp_path / "work"
     (work / "left-by-an-earlier-run").mkdir(parents=True)  # moved aside, removed at the end
     args = ["--n", "40", "--small", "20", "--ratio-n", "16", "--rounds", "1"]
-    args += ["--sizes", "96x64", "--formats", "lmdb", "parquet", "--dir", str(work)]
+    args += [
+        "--sizes",
+        "96x64",
+        "--formats",
+        "lmdb",
+        "parquet",
+        "--dir",
+        str(work),
+        "--settle-s",
+        "0",
+    ]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO / "src"), str(REPO)])}
     proc = subprocess.run(
         [
@@ -40,6 +50,7 @@ def test_scale_benchmark_runs_and_reports_every_step(tmp_path: Path) -> None:
     # the file-creation probe ran before each generating step
     assert set(figures["create_us"]) == {"the ratio rounds", "synth 20", "synth 40"}
     assert all(value > 0 for value in figures["create_us"].values())
+    assert figures["settled_s"] == dict.fromkeys(figures["create_us"], 0.0)  # --settle-s 0
     for n in (20, 40):
         assert figures[f"synth_{n}"]["peak_rss_max_mib"] > 0
         assert figures[f"synth_{n}"]["of_bound"] > 0
