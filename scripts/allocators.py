@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -102,6 +103,7 @@ def main() -> None:
             )
             plain.append(float(loop))
             results = args.out / "results" / f"{name}-{i}"
+            shutil.rmtree(results, ignore_errors=True)  # a previous run's file (same --out)
             subprocess.check_call(
                 [
                     sys.executable,
