@@ -77,7 +77,7 @@ def scan(
 
     try:  # the manifest stays on disk: memory is flat in the number of images
         result = scan_to_file(path, workers=workers, progress=True)
-    except DatasetError as exc:
+    except (DatasetError, OSError) as exc:  # OSError: also a worker that died (parallel.py)
         raise fail(exc) from None
     with result:
         _print_scan(result, manifest)
@@ -151,7 +151,7 @@ def build(
 
     try:
         path = recipes.materialize(name)
-    except DatasetError as exc:
+    except (DatasetError, OSError) as exc:
         raise fail(exc) from None
     console.print(f"{name}: {path}", highlight=False)
 

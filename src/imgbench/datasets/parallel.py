@@ -3,15 +3,22 @@
 Why forkserver: the harness may already hold threads (torch, OpenMP, pyvips) when it asks for a
 dataset, and ``fork`` from a threaded process can deadlock the children. The forkserver preloads
 the dataset modules once, so each worker still starts in milliseconds.
+
+Why ``concurrent.futures`` and not ``multiprocessing.Pool``: when a worker dies (the kernel's OOM
+killer, a decoder that crashes on a hostile file), ``Pool`` starts another and waits forever for
+the lost task's result; ``ProcessPoolExecutor`` marks itself broken, and the tool stops with an
+error that names what the worker was doing.
 """
 
 from __future__ import annotations
 
+import collections
+import concurrent.futures
+import itertools
 import multiprocessing as mp
-import multiprocessing.pool
 import os
-import threading
 from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures.process import BrokenProcessPool
 from typing import TypeVar
 
 T = TypeVar("T")
@@ -55,6 +62,14 @@ def _context() -> mp.context.BaseContext:
     return mp.get_context("spawn")
 
 
+class WorkerDiedError(ChildProcessError):
+    """A pool's worker process ended in the middle of a task (killed, or crashed)."""
+
+
+def _apply_chunk(func: Callable[[T], R], chunk: list[T]) -> list[R]:
+    return [func(item) for item in chunk]
+
+
 class WorkerPool:
     """A process pool opened once and mapped over many times; serial when ``workers <= 1``.
 
@@ -64,51 +79,62 @@ class WorkerPool:
 
     def __init__(self, workers: int) -> None:
         self.workers = workers
-        self._pool: mp.pool.Pool | None = None
+        self._executor: concurrent.futures.ProcessPoolExecutor | None = None
 
     def __enter__(self) -> WorkerPool:
         if self.workers > 1:
-            self._pool = _context().Pool(self.workers, initializer=_init_pool_worker)
+            self._executor = concurrent.futures.ProcessPoolExecutor(
+                self.workers, mp_context=_context(), initializer=_init_pool_worker
+            )
         else:
             _init_worker()
         return self
 
     def __exit__(self, *exc: object) -> None:
-        if self._pool is not None:
-            self._pool.terminate()  # what ``with Pool()`` does
-            self._pool.join()
-            self._pool = None
+        if self._executor is not None:
+            # tasks not yet started are dropped; a running one (at most a chunk) finishes
+            self._executor.shutdown(wait=True, cancel_futures=True)
+            self._executor = None
 
     def imap(
         self, func: Callable[[T], R], items: Iterable[T], *, chunksize: int = 8
     ) -> Iterator[R]:
         """Ordered results of ``func`` over ``items``, a few chunks per worker in flight.
 
-        ``Pool.imap`` alone would drain ``items`` as fast as it can into its task queue (1M
-        pending tasks for 1M images); a semaphore keeps at most a few chunks per worker in
-        flight, so memory stays flat in the number of items.
+        At most four chunks of ``chunksize`` items per worker are submitted ahead of the
+        results taken, so memory stays flat in the number of items (``Pool.imap`` alone would
+        drain ``items`` into its task queue: 1M pending tasks for 1M images). Raises
+        :class:`WorkerDiedError` when a worker dies, naming the first item of its chunk.
         """
-        if self._pool is None:
+        if self._executor is None:
             yield from map(func, items)
             return
-        window = threading.Semaphore(chunksize * self.workers * 4)
-        stop = threading.Event()
+        executor = self._executor
+        source = iter(items)
+        in_flight: collections.deque[tuple[concurrent.futures.Future[list[R]], T]] = (
+            collections.deque()
+        )
 
-        def feed() -> Iterator[T]:
-            for item in items:
-                while not window.acquire(timeout=0.1):
-                    if stop.is_set():
-                        return
-                if stop.is_set():
-                    return
-                yield item
+        def submit() -> bool:
+            chunk = list(itertools.islice(source, chunksize))
+            if chunk:
+                in_flight.append((executor.submit(_apply_chunk, func, chunk), chunk[0]))
+            return bool(chunk)
 
-        try:
-            for result in self._pool.imap(func, feed(), chunksize=chunksize):
-                window.release()
-                yield result
-        finally:
-            stop.set()  # before the pool's terminate() joins the feeding thread
+        while len(in_flight) < self.workers * 4 and submit():
+            pass
+        while in_flight:
+            future, first = in_flight.popleft()
+            try:
+                results = future.result()
+            except BrokenProcessPool as exc:
+                name = getattr(func, "__name__", repr(func))
+                raise WorkerDiedError(
+                    f"a worker process died while running {name} on a chunk starting at "
+                    f"{first!r:.200}: {exc}"
+                ) from None
+            submit()
+            yield from results
 
 
 def imap(
