@@ -51,6 +51,8 @@ class Probe(BytesReader):
                 personality=int(open("/proc/self/personality").read(), 16),
                 modules=[m for m in os.environ.get("PROBE_MODULES", "").split(",")
                          if m and m in sys.modules],
+                late=os.environ.get("PROBE_LATE"),
+                runner=os.environ.get("IMGBENCH_RUNNER_PID"),
             )
             with open(os.environ["PROBE_LOG"], "a") as log:
                 log.write(json.dumps(SEEN) + "\\n")
@@ -111,6 +113,10 @@ def probe_env(tmp_path: Path) -> dict[str, str]:
         "hang = probe_imgbench:HANG\n",
     )
     (tmp_path / "pyproject.toml").write_text(PROFILE)
+    # as importing cv2 does (LD_LIBRARY_PATH): the runner's environment changes after it started
+    (site / "late_env_plugin.py").write_text(
+        "import os\n\ndef pytest_sessionstart(session):\n    os.environ['PROBE_LATE'] = 'x' * 77\n"
+    )
     return {
         **os.environ,
         "PYTHONPATH": str(site),
@@ -151,7 +157,14 @@ def _run(tmp_path: Path, dataset: Path, env: dict[str, str], *args: str) -> pd.D
 def test_every_case_runs_in_a_fresh_process_with_the_recorded_environment(
     tmp_path: Path, tiny_dataset: Path, probe_env: dict[str, str]
 ) -> None:
-    rows = _run(tmp_path, tiny_dataset, probe_env, "--imgbench-allocator=glibc-tuned")
+    rows = _run(
+        tmp_path,
+        tiny_dataset,
+        probe_env,
+        "--imgbench-allocator=glibc-tuned",
+        "-p",
+        "late_env_plugin",
+    )
     probe = rows[rows["library"] == "probe"]
     assert list(probe["status"]) == ["ok", "ok"]  # jpeg and png
     assert set(probe["process_model"]) == {"worker"}
@@ -170,6 +183,8 @@ def test_every_case_runs_in_a_fresh_process_with_the_recorded_environment(
     }
     for s in seen:  # what the row says is what the process had
         assert s["hash_seed"] == "0" and s["malloc"] == GLIBC_TUNED and s["ld_preload"] == ""
+        # the session's starting environment, whatever the runner set later; a fixed-width pid
+        assert s["late"] is None and len(s["runner"]) == 10
     if layout_can_be_fixed():  # the default: randomisation off in the measuring process
         assert set(probe["address_layout"]) == {"fixed"}
         assert all(s["personality"] & ADDR_NO_RANDOMIZE for s in seen)

@@ -272,6 +272,11 @@ def _write_message(stream: IO[bytes], value: Any) -> None:
 
 PR_SET_PDEATHSIG = 1  # prctl(2)
 RUNNER_PID_ENV = "IMGBENCH_RUNNER_PID"  # the server's parent, to notice one that died early
+# The environment the session started with. Modules the runner imports later change os.environ
+# (importing cv2 sets LD_LIBRARY_PATH), so a server started after a suite's collection had 77 bytes
+# more environment than one started for a case alone; the environment sits at the top of the
+# stack, and a few bytes of layout move a decode between two speeds (docs/measuring.md).
+LAUNCH_ENVIRON = dict(os.environ)
 
 
 def _end_group(*_: object) -> None:
@@ -366,9 +371,9 @@ class WorkerServer:
 
     def _start(self) -> subprocess.Popen[bytes]:
         if self._process is None or self._process.poll() is not None:
-            env = environment_for(dict(os.environ), self.allocator)
+            env = environment_for(dict(LAUNCH_ENVIRON), self.allocator)
             env["PYTHONHASHSEED"] = HASH_SEED
-            env[RUNNER_PID_ENV] = str(os.getpid())
+            env[RUNNER_PID_ENV] = f"{os.getpid():010d}"  # one length whatever the pid
             env.pop(LAYOUT_ENV, None)
             # names the test that happened to start the server: its length would move the
             # server's stack, and with it every fork's, by what ran first
