@@ -103,6 +103,42 @@ def _percentiles_of_counts(counts: Mapping[float, int]) -> dict[str, float]:
     return out
 
 
+def _summary(
+    root: Path,
+    fingerprint: str,
+    count: int,
+    total_bytes: int,
+    sizes: Counter[tuple[int, int]],
+    codecs: Counter[str],
+    modes: Counter[str],
+    n_labels: int,
+    n_bad: int,
+) -> dict:
+    """The summary of a manifest from its counts: one per (width, height), codec and mode."""
+    widths: Counter[float] = Counter()
+    heights: Counter[float] = Counter()
+    megapixels: Counter[float] = Counter()
+    for (width, height), n in sizes.items():
+        widths[width] += n
+        heights[height] += n
+        megapixels[width * height / 1e6] += n
+    total_mp = sum(mp * n for mp, n in megapixels.items())
+    return {
+        "root": str(root),
+        "fingerprint": fingerprint,
+        "count": count,
+        "total_bytes": int(total_bytes),
+        "codecs": dict(sorted(codecs.items())),
+        "modes": dict(sorted(modes.items())),
+        "n_labels": n_labels,
+        "width": _percentiles_of_counts(widths),
+        "height": _percentiles_of_counts(heights),
+        "megapixels": _percentiles_of_counts(megapixels),
+        "mean_megapixels": total_mp / count if count else 0.0,
+        "n_bad": n_bad,
+    }
+
+
 @dataclass
 class Manifest:
     """Usable entries (sorted by path) and excluded files of one dataset root."""
@@ -127,20 +163,17 @@ class Manifest:
     def summary(self) -> dict:
         """Counts, sizes, codecs and resolution percentiles, for printing and for result rows."""
         es = self.entries
-        return {
-            "root": str(self.root),
-            "fingerprint": self.fingerprint,
-            "count": len(es),
-            "total_bytes": int(sum(e.bytes for e in es)),
-            "codecs": dict(sorted(Counter(e.codec for e in es).items())),
-            "modes": dict(sorted(Counter(e.mode for e in es).items())),
-            "n_labels": len({e.label for e in es if e.label is not None}),
-            "width": _percentiles([e.width for e in es]),
-            "height": _percentiles([e.height for e in es]),
-            "megapixels": _percentiles([e.megapixels for e in es]),
-            "mean_megapixels": float(np.mean([e.megapixels for e in es])) if es else 0.0,
-            "n_bad": len(self.bad),
-        }
+        return _summary(
+            self.root,
+            self.fingerprint,
+            len(es),
+            sum(e.bytes for e in es),
+            Counter((e.width, e.height) for e in es),
+            Counter(e.codec for e in es),
+            Counter(e.mode for e in es),
+            len({e.label for e in es if e.label is not None}),
+            len(self.bad),
+        )
 
     # -- parquet -------------------------------------------------------------------------
     def _table(self, extra: dict[str, list] | None = None) -> pa.Table:
@@ -375,34 +408,22 @@ class ManifestFile:
         sizes: Counter[tuple[int, int]] = Counter()
         codecs: Counter[str] = Counter()
         modes: Counter[str] = Counter()
-        columns = ["codec", "width", "height", "mode", "reason"]
-        for row in iter_rows(self.path, columns):
+        for row in iter_rows(self.path, ["codec", "width", "height", "mode", "reason"]):
             if row["reason"] is None:
                 sizes[(row["width"], row["height"])] += 1
                 codecs[row["codec"]] += 1
                 modes[row["mode"]] += 1
-        widths: Counter[float] = Counter()
-        heights: Counter[float] = Counter()
-        megapixels: Counter[float] = Counter()
-        for (width, height), n in sizes.items():
-            widths[width] += n
-            heights[height] += n
-            megapixels[width * height / 1e6] += n
-        total_mp = sum(mp * n for mp, n in megapixels.items())
-        return {
-            "root": str(self.root),
-            "fingerprint": self.fingerprint,
-            "count": self.count,
-            "total_bytes": int(self.total_bytes),
-            "codecs": dict(sorted(codecs.items())),
-            "modes": dict(sorted(modes.items())),
-            "n_labels": len(self.classes),
-            "width": _percentiles_of_counts(widths),
-            "height": _percentiles_of_counts(heights),
-            "megapixels": _percentiles_of_counts(megapixels),
-            "mean_megapixels": total_mp / self.count if self.count else 0.0,
-            "n_bad": self.n_bad,
-        }
+        return _summary(
+            self.root,
+            self.fingerprint,
+            self.count,
+            self.total_bytes,
+            sizes,
+            codecs,
+            modes,
+            len(self.classes),
+            self.n_bad,
+        )
 
     def close(self) -> None:
         if self._finalizer is not None:

@@ -33,9 +33,13 @@ SHARD_ROWS = 8192  # records per file: 256 row groups, about 650 MB of ImageNet-
 SCHEMA = pa.schema([("label", pa.int32()), ("image", pa.binary())])
 
 
+def shard_name(index: int) -> str:
+    return f"data-{index:05d}.parquet"
+
+
 def shard_names(count: int) -> list[str]:
     """The files of a store of ``count`` records, in record order."""
-    return [f"data-{i:05d}.parquet" for i in range(max(1, math.ceil(count / SHARD_ROWS)))]
+    return [shard_name(i) for i in range(max(1, math.ceil(count / SHARD_ROWS)))]
 
 
 def _writer(path: Path) -> pq.ParquetWriter:
@@ -56,7 +60,7 @@ def write(out: Path, records: Iterable[Record], plan: WritePlan) -> None:
             if writer is None or rows >= SHARD_ROWS:
                 if writer is not None:
                     writer.close()  # frees the metadata of its row groups
-                writer = _writer(out / f"data-{shards:05d}.parquet")
+                writer = _writer(out / shard_name(shards))
                 shards, rows = shards + 1, 0
             table = pa.table(
                 {
