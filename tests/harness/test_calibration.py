@@ -5,16 +5,18 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from imgbench.harness.cache import CacheControl
-from imgbench.harness.case import Workload
+from imgbench.harness.case import Case, Workload
 from imgbench.harness.host import HostGate
 from imgbench.harness.measure import (
     MAX_CASE_ROUNDS,
     MAX_REPEATS,
     calibrate,
     round_repeats,
+    run_case,
     timed_rounds,
 )
 from tests.conftest import run_pytest
@@ -154,3 +156,33 @@ def test_rows_record_the_case_minimum(tmp_path: Path, tiny_dataset: Path) -> Non
     assert row["min_case_s"] == 0.3
     assert row["rounds"] == len(row["samples_s"]) > 3  # three 20 ms rounds were not 0.3 s
     assert sum(row["samples_s"]) >= 0.3 * 0.9
+
+
+class _Bursts:
+    """Eight items at once, then a 40 ms wait for the next eight (as Ray Data hands over batches)."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def __call__(self, _item: object) -> None:
+        self.calls += 1
+        if self.calls % 8 == 0:
+            time.sleep(0.04)
+
+
+def test_a_bursty_workload_warms_up_and_times_rounds_across_several_bursts() -> None:
+    bursts = _Bursts()
+
+    def prepare(_ctx: object, _case: object) -> Workload:
+        # a pass of 4 items is a burst (microseconds) or holds a gap (40 ms): sized from its
+        # fastest pass, a round would be thousands of passes; from one pass, one burst or gap
+        return Workload(items=list(range(4)), fn=bursts, min_round_s=0.3)
+
+    case = Case(stage="loader", library="toy", variant="bursts", prepare=prepare)  # type: ignore[arg-type]
+    m = run_case(case, None, rounds=3, warmup_rounds=1, min_round_s=0.02, gate=HostGate())  # type: ignore[arg-type]
+    assert m.min_round_s == 0.3  # the workload's floor, above the profile's
+    # warm-up of >= 0.3 s: ~15 passes, one gap every other pass, so ~20 ms a pass on average
+    assert 10 <= m.round_repeats <= 30, m.round_repeats
+    assert all(s >= 0.25 for s in m.samples_s), m.samples_s
+    per_item = np.median(m.samples_s) / (4 * m.round_repeats)
+    assert 0.004 <= per_item <= 0.0065  # 40 ms per 8 items, not a burst's nor a gap's rate

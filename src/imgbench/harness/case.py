@@ -41,6 +41,11 @@ class Workload:
     # a timed round repeats the items until it lasts the profile's min_round_s; False where a
     # round must be one pass (a cold cache is warm after one pass, a tool times itself)
     calibrate: bool = True
+    # the workload's own floor for a round, above the profile's (seconds): a loader that hands
+    # over batches in bursts (Ray Data) needs rounds spanning several bursts, or a round times
+    # one burst or one gap. Its warm-up then lasts this long too, and the rounds are sized from
+    # the mean warm pass (the fastest pass of a bursty loader is a burst)
+    min_round_s: float = 0.0
 
     @property
     def images_per_round(self) -> int:

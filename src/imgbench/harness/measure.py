@@ -161,6 +161,7 @@ def round_repeats(pass_s: float, min_round_s: float) -> int:
     return max(1, min(MAX_REPEATS, math.ceil(min_round_s / pass_s)))
 
 
+MAX_BURSTY_WARM_PASSES = 64  # a bursty workload's warm-up stops here even if still short
 CONFIRM_ROUNDS = 3  # calibration rounds that may raise the repeats before timing starts
 
 
@@ -188,7 +189,12 @@ def calibrate(workload: Workload, warm_pass_s: list[float], min_round_s: float) 
     ):
         return 1
     items = list(workload.items)
-    pass_s = min(warm_pass_s) if warm_pass_s else _untimed_round(workload)
+    if not warm_pass_s:
+        pass_s = _untimed_round(workload)
+    elif workload.min_round_s > 0:  # bursty: the mean of a warm-up spanning several bursts
+        pass_s = sum(warm_pass_s) / len(warm_pass_s)
+    else:
+        pass_s = min(warm_pass_s)
     repeats = round_repeats(pass_s, min_round_s)
     for _ in range(CONFIRM_ROUNDS):
         workload.items = items * repeats
@@ -400,6 +406,14 @@ def run_case(
             # lazy imports would otherwise be counted: +8.8% measured for Pillow)
             for _ in range(max(warmup_rounds, 1 if instructions_dir is not None else 0)):
                 warm_pass_s.append(_untimed_round(workload))
+            while (
+                instructions_dir is None
+                and workload.min_round_s > 0
+                and sum(warm_pass_s) < workload.min_round_s
+                and len(warm_pass_s) < MAX_BURSTY_WARM_PASSES
+            ):  # a bursty workload warms up across several bursts before its rounds are sized
+                warm_pass_s.append(_untimed_round(workload))
+            min_round_s = max(min_round_s, workload.min_round_s)
             if instructions_dir is not None:
                 counts = count_pass(workload, instructions_dir, case.case_id)
                 return _counted(case, workload, warmup_rounds, settings, counts)

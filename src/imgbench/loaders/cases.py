@@ -425,6 +425,7 @@ def prepare_loader(
         cache_method=S3_CACHE_METHOD if config.storage == S3 else LOCAL_CACHE_METHOD,
         extra=run.extra,
         close=run.close,
+        min_round_s=spec.min_round_s,
     )
 
 

@@ -56,6 +56,9 @@ class LoaderSpec(LibrarySpec):
     # batches per worker in one timed round: 2 covers the bursts of N workers finishing together;
     # a loader that hands over many batches at once (Ray Data) needs longer rounds
     round_batches_per_worker: int = 2
+    # seconds a timed round lasts at least (rounds repeat their batches until it does): a loader
+    # whose gaps between bursts last a large part of a round needs rounds spanning several gaps
+    min_round_s: float = 0.0
     sweep: Literal["workers", "threads"] | None = None
     workers: tuple[int, ...] = (2,)
     pipelines: tuple[str, ...] = ("default",)
@@ -123,6 +126,9 @@ LOADERS: tuple[LoaderSpec, ...] = (
         note="ray.data on a local cluster (num_cpus = cores); the row that scales past one machine",
         default=False,  # ray.init and its batches take a minute a case: in `full`, or by name
         round_batches_per_worker=8,  # it delivers 4-8 batches at once, then waits
+        # 0.4-0.6 s gaps between its bursts here: rounds of 16 batches took 0.16-1.73 s in one
+        # case, and their median read 2.9x the rate it sustained (a CI run)
+        min_round_s=3.0,
     ),
     LoaderSpec(
         library="tf-data",
