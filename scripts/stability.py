@@ -4,8 +4,13 @@
 
 runs the same pytest-benchmark session N times (one after another, never two at once), then prints
 per case the coefficient of variation of images/s across sessions (median and 95th percentile over
-cases), and, with --alone, runs one case of each stage by itself N/2 times and compares its median
-with the same case's median inside the whole suite. Figures go to docs/measuring.md.
+cases), and, with --alone, runs one case of each stage by itself right after each suite session
+and compares the two: the median over sessions of (alone / inside the suite) - 1. Figures go to
+docs/measuring.md.
+
+Why paired: the host drifts over minutes. Run one after another, the same Pillow case read 909,
+957 (two contexts) and a minute later 1,263 and 1,273 (the same two); with every alone session
+after all the suite sessions, the comparison measured the time between them, not the context.
 """
 
 from __future__ import annotations
@@ -15,7 +20,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -47,6 +51,19 @@ def medians(paths: list[Path]) -> pd.DataFrame:
     return pd.concat(frames, axis=1)
 
 
+def paired(alone: pd.DataFrame, inside: pd.DataFrame) -> pd.DataFrame:
+    """Per case: the median over sessions of alone / inside - 1 (each alone session ran right
+    after its suite session), and the two medians. Rows: cases; columns: sessions."""
+    ratio = (alone / inside.loc[alone.index, alone.columns]).median(axis=1) - 1
+    return pd.DataFrame(
+        {
+            "paired_change": ratio,
+            "alone": alone.median(axis=1),
+            "suite": inside.loc[alone.index].median(axis=1),
+        }
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sessions", type=int, default=8)
@@ -56,32 +73,37 @@ def main() -> None:
     parser.add_argument("--alone", action="store_true", help="also one case per stage, alone")
     parser.add_argument("pytest_args", nargs="*", help="more pytest arguments, after --")
     args = parser.parse_args()
-    suite = [
-        session(args.out / "suite", args.profile, args.dataset, args.pytest_args)
-        for _ in range(args.sessions)
-    ]
+    suite: list[Path] = []
+    alone: dict[str, dict[int, float]] = {}
+    for i in range(args.sessions):
+        suite.append(session(args.out / "suite", args.profile, args.dataset, args.pytest_args))
+        if not args.alone:
+            continue
+        rows = pd.read_parquet(suite[0])
+        rows = rows[rows["status"] == "ok"].set_index("case_id")
+        for case in chosen_cases(rows.index):
+            path = session(args.out / "alone", args.profile, args.dataset, args.pytest_args,
+                           target=rows.loc[case, "test_id"])  # fmt: skip
+            one = pd.read_parquet(path).set_index("case_id")
+            alone.setdefault(case, {})[i] = float(one.loc[case, "images_per_s_median"])
     table = medians(suite)
     cv = table.std(axis=1, ddof=1) / table.mean(axis=1)
     print(f"{len(table)} cases x {args.sessions} sessions ({args.profile}): CV of images/s")
     print(f"  median {cv.median():.2%}  p95 {cv.quantile(0.95):.2%}  max {cv.max():.2%}")
     for case, value in cv.sort_values(ascending=False).head(8).items():
         print(f"  {value:6.2%}  {case}")
-    if not args.alone:
+    if not alone:
         return
-    chosen = [table.index[table.index.str.startswith(f"{stage}/")][0] for stage in
-              ("read", "augment", "format", "loader") if table.index.str.startswith(f"{stage}/").any()]  # fmt: skip
-    print("alone vs in the suite (median of session medians):")
-    node_ids = pd.read_parquet(suite[0]).set_index("case_id")["test_id"]
-    for case in chosen:
-        runs = []
-        for _ in range(max(2, args.sessions // 2)):
-            path = session(args.out / "alone", args.profile, args.dataset, args.pytest_args,
-                           target=node_ids[case])  # fmt: skip
-            rows = pd.read_parquet(path).set_index("case_id")
-            runs.append(rows.loc[case, "images_per_s_median"])
-        alone = float(np.median(runs))
-        inside = float(table.loc[case].median())
-        print(f"  {alone / inside - 1:+.1%}  alone {alone:,.0f}  suite {inside:,.0f}  {case}")
+    print("alone vs in the suite (each alone session right after a suite session):")
+    result = paired(pd.DataFrame(alone).T, table)
+    for case, row in result.iterrows():
+        print(f"  {row.paired_change:+.1%}  alone {row.alone:,.0f}  suite {row.suite:,.0f}  {case}")
+
+
+def chosen_cases(cases: pd.Index) -> list[str]:
+    """The first case of each stage, in the suite's order."""
+    stages = ("read", "augment", "format", "loader")
+    return [cases[cases.str.startswith(f"{s}/")][0] for s in stages if cases.str.startswith(f"{s}/").any()]  # fmt: skip
 
 
 if __name__ == "__main__":
