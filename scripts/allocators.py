@@ -7,8 +7,9 @@ the Pillow memory-decode case through pytest-benchmark in a worker process, ``--
 and a plain loop of the same calls (``np.asarray(Image.open(BytesIO(data)))``: the reader's
 policy for an RGB JPEG, which ``convert("RGB")`` would copy once more; one thread) in a fresh
 process with the same environment and address layout (the profile's: ``imgbench.harness.layout``),
-once before each session. Prints images/s,
-the sessions' coefficient of variation, minor page faults per image, the ratio of the medians and the median of the paired ratios (loop, then its session).
+once before each session. Prints images/s, the sessions' coefficient of variation, minor page
+faults per image, the ratio of the medians, and the median of the paired ratios (each loop, then
+its session: the host's drift between sessions cancels).
 
 The worker imports only the case's modules (``--imgbench-worker-imports=selected``), as the loop
 does: the suite's default, every module the profile's cases need, puts torch, OpenCV and the
