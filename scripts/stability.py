@@ -75,15 +75,18 @@ def main() -> None:
     args = parser.parse_args()
     suite: list[Path] = []
     alone: dict[str, dict[int, float]] = {}
+    node_ids: dict[str, str] = {}  # the cases run alone, from the first suite session
     for i in range(args.sessions):
         suite.append(session(args.out / "suite", args.profile, args.dataset, args.pytest_args))
         if not args.alone:
             continue
-        rows = pd.read_parquet(suite[0])
-        rows = rows[rows["status"] == "ok"].set_index("case_id")
-        for case in chosen_cases(rows.index):
+        if not node_ids:
+            rows = pd.read_parquet(suite[0])
+            rows = rows[rows["status"] == "ok"].set_index("case_id")
+            node_ids = {case: rows.loc[case, "test_id"] for case in chosen_cases(rows.index)}
+        for case, node_id in node_ids.items():
             path = session(args.out / "alone", args.profile, args.dataset, args.pytest_args,
-                           target=rows.loc[case, "test_id"])  # fmt: skip
+                           target=node_id)  # fmt: skip
             one = pd.read_parquet(path).set_index("case_id")
             alone.setdefault(case, {})[i] = float(one.loc[case, "images_per_s_median"])
     table = medians(suite)
@@ -102,8 +105,12 @@ def main() -> None:
 
 def chosen_cases(cases: pd.Index) -> list[str]:
     """The first case of each stage, in the suite's order."""
-    stages = ("read", "augment", "format", "loader")
-    return [cases[cases.str.startswith(f"{s}/")][0] for s in stages if cases.str.startswith(f"{s}/").any()]  # fmt: skip
+    chosen = []
+    for stage in ("read", "augment", "format", "loader"):
+        of_stage = cases[cases.str.startswith(f"{stage}/")]
+        if len(of_stage):
+            chosen.append(str(of_stage[0]))
+    return chosen
 
 
 if __name__ == "__main__":

@@ -179,7 +179,9 @@ def calibrate(workload: Workload, warm_pass_s: list[float], min_round_s: float) 
     ``warm_pass_s`` are the durations of the untimed passes just run. A first pass is often much
     slower than later ones (a Parquet file's first read took 6x its next), so the repeats are
     then confirmed, as pyperf does: an untimed calibrated round that still falls short of the
-    minimum raises them, up to ``CONFIRM_ROUNDS`` times.
+    minimum raises them, up to ``CONFIRM_ROUNDS`` times. A workload with its own floor
+    (``Workload.min_round_s``, a bursty loader) is sized from its mean warm pass instead: its
+    fastest pass is a burst.
     """
     if (
         not workload.calibrate
