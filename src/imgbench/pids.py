@@ -7,18 +7,21 @@ import os
 import shutil
 from pathlib import Path
 
+import psutil
+
 
 def pid_alive(pid: int) -> bool:
-    """True while process ``pid`` exists (one of another user's counts as alive)."""
+    """True while process ``pid`` runs (one of another user's counts as alive). A zombie is
+    dead: it has exited and only waits for its parent to collect its status, which a process
+    killed with its parent (a Ray node's worker) may wait for a while."""
     if pid == os.getpid():
         return True
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
         return False
-    except PermissionError:
+    except psutil.AccessDenied:
         return True
-    return True
 
 
 def remove_dead_owned(parent: Path, prefix: str) -> None:
