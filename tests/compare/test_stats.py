@@ -116,6 +116,18 @@ def test_cross_machine_needs_consent_and_is_warned(one_run: pd.DataFrame) -> Non
     assert any("cross-machine" in w and "runner-7" in w for w in result.warnings)
 
 
+def test_cases_pooled_over_different_numbers_of_processes_are_warned(
+    one_run: pd.DataFrame,
+) -> None:
+    one, three = one_run.copy(), one_run.copy()
+    one["processes"], three["processes"] = 1, 1
+    assert not any("worker processes" in w for w in compare_frames(one, three).warnings)
+    first = three["case_id"].iloc[0]
+    three.loc[three["case_id"] == first, "processes"] = 3
+    (warning,) = [w for w in compare_frames(one, three).warnings if "worker processes" in w]
+    assert warning.startswith("1 case(s)") and "baseline 1 vs candidate 3" in warning
+
+
 def test_sides_measured_under_different_address_layouts_are_warned(one_run: pd.DataFrame) -> None:
     fixed, randomized = one_run.copy(), one_run.copy()
     fixed["address_layout"], randomized["address_layout"] = "fixed", "randomized"
