@@ -10,7 +10,14 @@ from dashboard.data import is_storage_ceiling, with_json_keys
 from dashboard.intervals import summarise
 from dashboard.state import View, current_view, stage_rows
 
-JSON_KEYS = ["order", "bytes_on_disk", "size_ratio", "write_images_per_s", "decode"]
+JSON_KEYS = [
+    "order",
+    "bytes_on_disk",
+    "size_ratio",
+    "write_images_per_s",
+    "sync_share",
+    "decode",
+]
 
 
 def prepare(rows: pd.DataFrame) -> pd.DataFrame:
@@ -24,12 +31,14 @@ def prepare(rows: pd.DataFrame) -> pd.DataFrame:
 
 
 def write_and_size(rows: pd.DataFrame) -> pd.DataFrame:
-    """Per format: write images/s (extra_json or `write` rows), bytes on disk and size ratio."""
+    """Per format: write images/s (extra_json or `write` rows), the share of a write spent in
+    fsync (the disk's flush), bytes on disk and size ratio."""
     formats = rows[~is_storage_ceiling(rows)]
     writes = formats[formats["mode"].astype(str) == "write"]
     from_rows = writes.groupby("library")["images_per_s_median"].median()
     table = formats.groupby("library").agg(
         write_images_per_s=("write_images_per_s", lambda s: pd.to_numeric(s).median()),
+        sync_share=("sync_share", lambda s: pd.to_numeric(s).median()),
         bytes_on_disk=("bytes_on_disk", lambda s: pd.to_numeric(s).median()),
         size_ratio=("size_ratio", lambda s: pd.to_numeric(s).median()),
     )
@@ -111,6 +120,7 @@ def render(view: View) -> None:
                 tooltip=[
                     "library:N",
                     alt.Tooltip("write_images_per_s:Q", title="write images/s", format=",.0f"),
+                    alt.Tooltip("sync_share:Q", title="share in fsync (disk flush)", format=".0%"),
                 ],
             )
             .properties(height=alt.Step(22))

@@ -291,6 +291,7 @@ def format_rows(spec: RunSpec, rng: np.random.Generator) -> list[dict[str, Any]]
             "bytes_on_disk": int(256 * 60_000 * (1.9 if library == "tar" else 1.02)),
             "size_ratio": 1.9 if library == "tar" else 1.02,
             "write_images_per_s": base * 0.6,
+            "sync_share": 0.8 if library == "folder" else 0.3,
         }
         for cache_state in ("warm", "cold"):
             for order in ("sequential", "shuffled"):

@@ -137,6 +137,8 @@ def test_formats_warm_cold_order_and_size(open_app, standard_results: Path) -> N
     warm = lmdb.loc[lmdb["cache_state"] == "warm", "images_per_s"].item()
     cold = lmdb.loc[lmdb["cache_state"] == "cold", "images_per_s"].item()
     assert cold < warm
+    writes = chart_data(at, 1, "sync_share").set_index("library")["sync_share"]
+    assert writes["folder"] == pytest.approx(0.8) and writes["tar"] == pytest.approx(0.3)
     sizes = chart_data(at, 2, "size_ratio")
     assert sizes.set_index("library")["size_ratio"]["tar"] == pytest.approx(1.9)
     specs = chart_specs(at)

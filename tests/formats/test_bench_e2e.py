@@ -65,6 +65,8 @@ def test_quick_profile_rows(quick_run: pd.DataFrame) -> None:
     for extra in writes["extra"]:
         assert extra["bytes_on_disk"] > 0 and 0.9 < extra["size_ratio"] < 2
         assert extra["write_images_per_s"] > 0
+        # the records' fsync, timed apart: part of the round, never all of it
+        assert extra["sync_s_median"] > 0 and 0 < extra["sync_share"] < 1
         assert extra["verified_records"] == extra["records"]  # the last round's output, read back
     reads = ok[ok["mode"] == "read"]
     assert set(reads["cache_state"]) == {"warm"}

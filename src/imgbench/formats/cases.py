@@ -137,6 +137,7 @@ def _prepare_write(ctx: CaseContext, case: Case) -> Workload:
     warm(root / e.path for e in entries)
     folder = ctx.scratch_dir() / f"write-{spec.name}"
     durations: list[float] = []
+    syncs: list[float] = []
     last: dict[str, BuildReport] = {}
     extra: dict[str, Any] = {"order": "sequential", "payload": spec.stores}
 
@@ -147,6 +148,7 @@ def _prepare_write(ctx: CaseContext, case: Case) -> Workload:
         start = time.perf_counter()
         last["report"] = build_format(spec, root, entries, folder / "out")
         durations.append(time.perf_counter() - start)
+        syncs.append(last["report"].sync_seconds)
 
     def close() -> None:
         import pytest
@@ -156,6 +158,10 @@ def _prepare_write(ctx: CaseContext, case: Case) -> Workload:
             return
         extra.update(_size_extra(report))
         extra["write_images_per_s"] = round(len(entries) / statistics.median(durations), 2)
+        # the disk's flush, apart: it moved a folder write 15-40% between sessions here
+        extra["sync_s_median"] = round(statistics.median(syncs), 6)
+        shares = [sync / whole for sync, whole in zip(syncs, durations, strict=True)]
+        extra["sync_share"] = round(statistics.median(shares), 4)
         # the output exists only after a timed round: the last one is read back here, untimed
         verdict = check_store(ctx, spec, report)
         extra["verified_records"] = verdict.records
