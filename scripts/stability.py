@@ -16,8 +16,11 @@ after all the suite sessions, the comparison measured the time between them, not
 from __future__ import annotations
 
 import argparse
+import os
+import statistics
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pandas as pd
@@ -51,6 +54,14 @@ def medians(paths: list[Path]) -> pd.DataFrame:
     return pd.concat(frames, axis=1)
 
 
+def host_ratio(path: Path) -> float:
+    """The median over a session's ok cases of each case's median host-probe ratio."""
+    rows = pd.read_parquet(path)
+    ratios = rows.loc[rows["status"] == "ok", "host_ratios"].dropna()
+    medians = [statistics.median(r) for r in ratios if len(r)]
+    return statistics.median(medians) if medians else float("nan")
+
+
 def paired(alone: pd.DataFrame, inside: pd.DataFrame) -> pd.DataFrame:
     """Per case: the median over sessions of alone / inside - 1 (each alone session ran right
     after its suite session), and the two medians. Rows: cases; columns: sessions."""
@@ -76,8 +87,16 @@ def main() -> None:
     suite: list[Path] = []
     alone: dict[str, dict[int, float]] = {}
     node_ids: dict[str, str] = {}  # the cases run alone, from the first suite session
+    print("how quiet: per suite session, its start (UTC), length, load average before it, and the")
+    print(
+        "median over cases of the host probe's ratio to the session's fastest (1.0 = undisturbed)"
+    )
     for i in range(args.sessions):
+        started, load = time.time(), os.getloadavg()[0]
         suite.append(session(args.out / "suite", args.profile, args.dataset, args.pytest_args))
+        print(f"  session {i + 1}: {time.strftime('%H:%M:%S', time.gmtime(started))} "
+              f"{time.time() - started:.0f} s  load {load:.2f}  "
+              f"host ratio {host_ratio(suite[-1]):.2f}", flush=True)  # fmt: skip
         if not args.alone:
             continue
         if not node_ids:
@@ -104,12 +123,17 @@ def main() -> None:
 
 
 def chosen_cases(cases: pd.Index) -> list[str]:
-    """The first case of each stage, in the suite's order."""
+    """The first case of each stage, in the suite's order, and the format stage's first read:
+    its first case is a write, and 80% of a small write here is the disk's flush, whose scatter
+    (pairs -27% to +10%) says nothing about alone vs inside the suite."""
     chosen = []
     for stage in ("read", "augment", "format", "loader"):
         of_stage = cases[cases.str.startswith(f"{stage}/")]
         if len(of_stage):
             chosen.append(str(of_stage[0]))
+        reads = of_stage[of_stage.str.contains("mode=read")] if stage == "format" else of_stage[:0]
+        if len(reads) and str(reads[0]) not in chosen:
+            chosen.append(str(reads[0]))
     return chosen
 
 

@@ -38,3 +38,24 @@ def test_pairs_cancel_a_drift_that_medians_would_report(stability: ModuleType) -
 def test_one_case_per_stage_in_suite_order(stability: ModuleType) -> None:
     cases = pd.Index(["read/x", "read/y", "augment/z", "loader/w"])
     assert stability.chosen_cases(cases) == ["read/x", "augment/z", "loader/w"]
+    cases = pd.Index(
+        ["read/x", "format/f[mode=write]", "format/f[mode=read]", "format/g[mode=read]"]
+    )
+    assert stability.chosen_cases(cases) == [
+        "read/x",
+        "format/f[mode=write]",
+        "format/f[mode=read]",
+    ]
+
+
+def test_a_sessions_host_ratio_is_the_median_case_and_ignores_failed_rows(
+    stability: ModuleType, tmp_path: Path
+) -> None:
+    rows = pd.DataFrame(
+        {
+            "status": ["ok", "ok", "ok", "failed"],
+            "host_ratios": [[1.0, 1.1, 1.2], [1.5, 1.5], [1.3], [9.0]],
+        }
+    )
+    rows.to_parquet(tmp_path / "run.parquet")
+    assert stability.host_ratio(tmp_path / "run.parquet") == pytest.approx(1.3)
