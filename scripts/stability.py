@@ -131,9 +131,10 @@ def chosen_cases(cases: pd.Index) -> list[str]:
         of_stage = cases[cases.str.startswith(f"{stage}/")]
         if len(of_stage):
             chosen.append(str(of_stage[0]))
-        reads = of_stage[of_stage.str.contains("mode=read")] if stage == "format" else of_stage[:0]
-        if len(reads) and str(reads[0]) not in chosen:
-            chosen.append(str(reads[0]))
+        if stage == "format":
+            reads = of_stage[of_stage.str.contains("mode=read")]
+            if len(reads) and str(reads[0]) not in chosen:
+                chosen.append(str(reads[0]))
     return chosen
 
 

@@ -263,11 +263,10 @@ def build_format(
     start = time.perf_counter()
     target = Path(target)
     module = spec.load()  # before making the folder: a library that fails to import leaves nothing
-    synced: list[float] = []
     with atomic_folder(target, fsync=True) as tmp:
-        meta = _write_all(spec, module, root, entries, tmp, workers, progress, array_size, synced)
+        meta, synced_s = _write_all(spec, module, root, entries, tmp, workers, progress, array_size)
     return BuildReport(
-        target, meta, time.perf_counter() - start, list(meta.skipped), sync_seconds=sum(synced)
+        target, meta, time.perf_counter() - start, list(meta.skipped), sync_seconds=synced_s
     )
 
 
@@ -280,10 +279,9 @@ def _write_all(
     workers: int | None,
     progress: bool | None,
     array_size: int,
-    synced: list[float],
-) -> FormatMeta:
-    """Stream ``entries`` through the format's writer into ``tmp``; the marker comes last
-    (``synced`` gets the seconds the records' fsync took).
+) -> tuple[FormatMeta, float]:
+    """Stream ``entries`` through the format's writer into ``tmp``; the marker comes last.
+    Returns the format's metadata and the seconds the records' fsync took.
 
     Memory is flat in the number of entries: one pass for the class names and sizes, then one
     that feeds a bounded pool; the entries in flight wait in a deque, in order, for their
@@ -355,7 +353,7 @@ def _write_all(
         raise FormatError(f"{spec.name}: no record could be written{first}")
     sync_start = time.perf_counter()
     fsync_tree(tmp)  # the records are on disk before a marker can say they are complete
-    synced.append(time.perf_counter() - sync_start)
+    synced_s = time.perf_counter() - sync_start
     meta = FormatMeta(
         name=spec.name,
         count=totals["count"],
@@ -368,7 +366,7 @@ def _write_all(
         skipped=tuple(skipped),
     )
     _write_marker(tmp / META_DIR / MARKER, meta)
-    return meta
+    return meta, synced_s
 
 
 def _write_marker(path: Path, meta: FormatMeta) -> None:

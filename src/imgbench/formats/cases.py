@@ -158,7 +158,7 @@ def _prepare_write(ctx: CaseContext, case: Case) -> Workload:
             return
         extra.update(_size_extra(report))
         extra["write_images_per_s"] = round(len(entries) / statistics.median(durations), 2)
-        # the disk's flush, apart: it moved a folder write 15-40% between sessions here
+        # the disk's flush, apart: the writes moved 10-17% between sessions with it here
         extra["sync_s_median"] = round(statistics.median(syncs), 6)
         shares = [sync / whole for sync, whole in zip(syncs, durations, strict=True)]
         extra["sync_share"] = round(statistics.median(shares), 4)
