@@ -17,10 +17,15 @@ from tests.profiling.pipelines.cv2_albumentations import Cv2Dataset
 from tests.profiling.pipelines.folder_pillow import make_dataset
 
 EXAMPLES = {"imagefolder-pillow-torchvision": make_dataset, "opencv-albumentations": Cv2Dataset}
+SAMPLE_S = 5.0  # py-spy seconds per profile in the attribution test
 
 
 def _profile(
-    root: Path, results: Path, example: str = "imagefolder-pillow-torchvision", **kwargs: object
+    root: Path,
+    results: Path,
+    example: str = "imagefolder-pillow-torchvision",
+    sample_seconds: float = 2.5,
+    **kwargs: object,
 ) -> tuple[dict[str, float], list[str]]:
     """The attribution shares and the advice of a 0-worker profile of one shipped example."""
     result = imgbench.profile(
@@ -29,7 +34,7 @@ def _profile(
         batch_size=8,
         seconds=0.5,
         au_seconds=0.2,
-        sample_seconds=2.5,
+        sample_seconds=sample_seconds,
         results=results,
         compare_readers=False,
     )
@@ -44,9 +49,12 @@ def _profile(
 def test_attribution_follows_a_slower_decode_and_a_heavier_augmentation(
     photos: Path, tmp_path: Path, example: str
 ) -> None:
-    plain, _ = _profile(photos, tmp_path / "plain", example)
-    slow_decode, _ = _profile(photos, tmp_path / "slow-decode", example, decode_repeats=5)
-    heavy_augment, _ = _profile(photos, tmp_path / "heavy", example, heavy_augment=True)
+    # OpenCV's plain decode share already reads 0.69-0.77 between profiles here, and a 5x slower
+    # decode 0.81-0.90: once 0.861 against a plain 0.766, short of the 0.1 asked. Ten repeats and
+    # five seconds of samples leave the plain profile's own scatter less room.
+    plain, _ = _profile(photos, tmp_path / "plain", example, SAMPLE_S)
+    slow_decode, _ = _profile(photos, tmp_path / "slow", example, SAMPLE_S, decode_repeats=10)
+    heavy_augment, _ = _profile(photos, tmp_path / "heavy", example, SAMPLE_S, heavy_augment=True)
     assert slow_decode["decode"] > plain["decode"] + 0.1, (plain, slow_decode)
     assert slow_decode["decode"] > slow_decode["augment"]
     assert heavy_augment["augment"] > plain["augment"] + 0.1, (plain, heavy_augment)
