@@ -12,11 +12,11 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from imgbench.harness.worker import WORKER_IMPORTS_ENV
+from imgbench.measure.settings import WORKER_IMPORTS_ENV
 
 # The sessions the tests start import only their selected cases' modules in the worker server:
 # the profile's whole set (albumentations, torch, torchvision, ...: about 5 s) in every one made
-# `make test` 17 min instead of 14. tests/harness/test_worker_history.py tests the default.
+# `make test` 17 min instead of 14. tests/measure/test_worker_history.py tests the default.
 os.environ.setdefault(WORKER_IMPORTS_ENV, "selected")
 
 

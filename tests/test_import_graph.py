@@ -2,9 +2,11 @@
 
 A cycle makes a module's names depend on which module happens to be imported first, and it is
 how the CLI (typer, rich) leaked into every read session: ``readers.verify`` and
-``readers.verify_report`` imported each other. The graph is read statically with ``ast``: only
-imports that run when a module is imported count (module level, including inside ``try`` / ``if``
-/ ``with`` blocks), not those inside functions (deferred on purpose) nor under ``TYPE_CHECKING``.
+``readers.verify_report`` imported each other. The graph is read statically with ``ast``, and
+every import counts: at module level, inside functions (deferred) and under ``TYPE_CHECKING``
+alike, since a deferred import only hides a circle until the day it runs first. The one edge
+left out is a module's import of its own parent package (``from . import sibling``): a package
+is always initialised before any of its submodules runs.
 """
 
 from __future__ import annotations
@@ -44,30 +46,6 @@ def discover(src: Path, package: str) -> dict[str, tuple[Path, bool]]:
     return modules
 
 
-def _is_type_checking(test: ast.expr) -> bool:
-    if isinstance(test, ast.Name):
-        return test.id == "TYPE_CHECKING"
-    return isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
-
-
-def import_time_statements(body: Sequence[ast.stmt]) -> Iterator[ast.Import | ast.ImportFrom]:
-    """The import statements that run when a module with this body is imported."""
-    for node in body:
-        if isinstance(node, ast.Import | ast.ImportFrom):
-            yield node
-        elif isinstance(node, ast.If):
-            if not _is_type_checking(node.test):
-                yield from import_time_statements(node.body)
-            yield from import_time_statements(node.orelse)  # the runtime side of TYPE_CHECKING
-        elif isinstance(node, ast.Try | ast.TryStar):
-            for block in (node.body, node.orelse, node.finalbody):
-                yield from import_time_statements(block)
-            for handler in node.handlers:
-                yield from import_time_statements(handler.body)
-        elif isinstance(node, ast.With):
-            yield from import_time_statements(node.body)
-
-
 def _resolve_relative(module: str, is_package: bool, level: int, target: str | None) -> str:
     """The absolute name of ``from <level dots><target> import ...`` written in ``module``."""
     parts = module.split(".") if is_package else module.split(".")[:-1]
@@ -93,14 +71,21 @@ def imported_names(node: ast.Import | ast.ImportFrom, module: str, is_package: b
     return {base} | {f"{base}.{alias.name}" for alias in node.names}
 
 
+def _ancestors(module: str) -> set[str]:
+    parts = module.split(".")
+    return {".".join(parts[:i]) for i in range(1, len(parts))}
+
+
 def module_imports(
     module: str, is_package: bool, tree: ast.Module, known: Mapping[str, object]
 ) -> set[str]:
-    """The ``known`` modules that importing ``module`` imports directly."""
+    """The ``known`` modules that ``module`` imports anywhere (deferred and ``TYPE_CHECKING``
+    imports included), less its own parent packages."""
     found: set[str] = set()
-    for node in import_time_statements(tree.body):
-        found |= imported_names(node, module, is_package)
-    return {name for name in found if name in known and name != module}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            found |= imported_names(node, module, is_package)
+    return {n for n in found if n in known and n != module and n not in _ancestors(module)}
 
 
 def import_graph(src: Path, package: str) -> Graph:
@@ -212,27 +197,39 @@ def test_a_two_module_cycle_is_reported(tmp_path: Path) -> None:
         },
     )
     graph = import_graph(tmp_path, "pkg")
-    assert graph["pkg.a"] == {"pkg", "pkg.b"} and graph["pkg.b"] == {"pkg.a"}
+    assert graph["pkg.a"] == {"pkg.b"} and graph["pkg.b"] == {"pkg.a"}
     assert find_cycles(graph) == [["pkg.a", "pkg.b", "pkg.a"]]
 
 
-def test_deferred_and_type_checking_imports_are_not_edges(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    "hidden",
+    [
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from pkg.b import thing\n",
+        "def later():\n    from . import b\n",
+    ],
+    ids=["type-checking", "deferred"],
+)
+def test_deferred_and_type_checking_imports_are_edges(tmp_path: Path, hidden: str) -> None:
+    _write_package(
+        tmp_path, {"pkg/__init__.py": "", "pkg/a.py": hidden, "pkg/b.py": "from .a import x\n"}
+    )
+    graph = import_graph(tmp_path, "pkg")
+    assert graph["pkg.a"] == {"pkg.b"} and graph["pkg.b"] == {"pkg.a"}
+    assert find_cycles(graph) == [["pkg.a", "pkg.b", "pkg.a"]]
+
+
+def test_a_submodule_importing_its_own_package_is_no_edge(tmp_path: Path) -> None:
+    """``from . import sibling`` runs after the package's ``__init__``: no circle through it."""
     _write_package(
         tmp_path,
         {
-            "pkg/__init__.py": "",
-            "pkg/a.py": """\
-                from typing import TYPE_CHECKING
-                if TYPE_CHECKING:
-                    from pkg.b import thing
-                def later():
-                    from . import b
-                """,
-            "pkg/b.py": "from .a import later\n",
+            "pkg/__init__.py": "from .a import A\n",
+            "pkg/a.py": "from . import b\nA = 1\n",
+            "pkg/b.py": "",
         },
     )
     graph = import_graph(tmp_path, "pkg")
-    assert graph["pkg.a"] == set() and graph["pkg.b"] == {"pkg.a"}
+    assert graph["pkg"] == {"pkg.a"} and graph["pkg.a"] == {"pkg.b"}
     assert find_cycles(graph) == []
 
 

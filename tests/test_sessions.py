@@ -79,7 +79,7 @@ def test_exit_codes_combine() -> None:
 
 
 def test_default_adds_one_session_per_allocator_under_that_allocator() -> None:
-    from imgbench.harness.allocator import GLIBC_TUNED
+    from imgbench.measure.allocator import GLIBC_TUNED
 
     default = get_profile("default")
     sessions = [s for s in plan_sessions(default, BENCHES, "d") if s.allocator]
@@ -100,7 +100,7 @@ def test_default_adds_one_session_per_allocator_under_that_allocator() -> None:
 
 
 def test_allocator_sessions_thin_the_plan_and_name_the_allocator_in_case_ids() -> None:
-    from imgbench.harness.case import with_allocator
+    from imgbench.measure.case import with_allocator
     from imgbench.stages import stage_cases
 
     profile = get_profile("default").in_allocator_session()

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib
 import os
 import sys
 import time
@@ -12,6 +11,7 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
+from imgbench.attrs import load_attr
 from imgbench.console import console, err, fail
 from imgbench.paths import looks_like_path
 from imgbench.profiles import ProfileError, get_profile
@@ -29,9 +29,7 @@ verify_app = typer.Typer(help="Check that every library does the same work.", no
 app.add_typer(verify_app, name="verify")
 
 
-def _attr(target: str) -> Any:
-    module_name, name = target.split(":")
-    return getattr(importlib.import_module(module_name), name)
+_attr = load_attr
 
 
 # Sub-commands live with their part; each stage's `imgbench verify NAME` comes from its entry in

@@ -48,7 +48,7 @@ from imgbench.results.schema import empty_row
 from imgbench.sessions import Session
 
 LABEL_KEY = "imgbench/machine"  # `ray start --labels imgbench/machine=NAME`
-RUN_GROUP_ENV = "IMGBENCH_RUN_GROUP"  # the plugin's (imgbench.harness.plugin.RUN_GROUP_ENV)
+RUN_GROUP_ENV = "IMGBENCH_RUN_GROUP"  # the plugin's (imgbench.pytest_plugin.RUN_GROUP_ENV)
 POLL_S = 0.5  # how often a node looks for a rewritten results file
 SHARE_PREFIX = "imgbench-ray-share-"  # a share's folder on its node: PREFIX + worker pid + random
 COLLECT_TIMEOUT_S = 300
@@ -321,8 +321,8 @@ def failed_rows(
     missing = [c for c in share.cases if c["test_id"] not in done]
     if not missing:
         return []
-    from imgbench.harness.row import new_run_id
     from imgbench.machine import commit_info
+    from imgbench.measure.rows import new_run_id
 
     run_id = share.file_name.removesuffix(".parquet") if share.file_name else None
     run_id = run_id or new_run_id(session.save_name)

@@ -15,9 +15,20 @@ from typing import Any, ClassVar, TypeVar
 
 
 class StagePlan:
-    """Base of every stage's plan dataclass; ``stage`` names the stage it belongs to."""
+    """Base of every stage's plan dataclass; ``stage`` names the stage it belongs to.
+
+    Each subclass registers itself in :data:`PLANS` under its stage's name, so profiles find a
+    stage's plan class without importing the stage registry (which imports the stages' cases).
+    """
 
     stage: ClassVar[str]
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        PLANS[cls.stage] = cls
+
+
+PLANS: dict[str, type[StagePlan]] = {}  # stage name -> its plan class
 
 
 P = TypeVar("P", bound=StagePlan)

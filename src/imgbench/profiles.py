@@ -26,7 +26,7 @@ from typing import Any, Literal, TypeVar
 from imgbench.augment.plan import AugmentPlan
 from imgbench.formats.plan import FormatPlan
 from imgbench.loaders.plan import LoaderPlan
-from imgbench.plan import StagePlan, override
+from imgbench.plan import PLANS, StagePlan, override
 from imgbench.readers.plan import ReadPlan
 
 P = TypeVar("P", bound=StagePlan)
@@ -51,23 +51,23 @@ class Profile:
     # rounds in one session make a session-level offset significant in a wall-time compare (an
     # A/A pair of concurrent sessions read Pillow 0.884, p 0.006, with ~40 rounds a side)
     min_case_s: float = 0.0
-    # "worker": every case in a fresh fork of a pristine server process (imgbench.harness.worker),
+    # "worker": every case in a fresh fork of a pristine server process (imgbench.measure.server),
     # so no case inherits another's heap or allocator state; "in-process": the session's process
     process_model: Literal["worker", "in-process"] = "worker"
-    allocator: str = "glibc"  # the worker processes' allocator (imgbench.harness.allocator)
+    allocator: str = "glibc"  # the worker processes' allocator (imgbench.measure.allocator)
     # "fixed": the worker server runs with address-space randomisation off, so every session
-    # draws the same layout (imgbench.harness.layout); "randomized": the kernel's draw
+    # draws the same layout (imgbench.measure.layout); "randomized": the kernel's draw
     address_layout: Literal["fixed", "randomized"] = "fixed"
     # "profile": the worker server imports what every case of the profile (in its environment)
     # needs, whatever the session selected, so that a case alone and inside the suite forks from
-    # the same process (imgbench.harness.worker); "selected": only what the selected cases need
+    # the same process (imgbench.measure.server); "selected": only what the selected cases need
     worker_imports: Literal["profile", "selected"] = "profile"
     # worker processes per case, each with its own heap layout, their rounds pooled (pyperf's
     # processes): one process is one draw of a layout that alone moved Pillow's decode 25%.
     # Each process times rounds / processes rounds (at least 2) after its own warm-up
     processes: int = 1
     # rounds timed while a host probe ran slower than this many times the session's fastest are
-    # timed again, within host_budget_s per case (imgbench.harness.host); 0 keeps every round
+    # timed again, within host_budget_s per case (imgbench.measure.host); 0 keeps every round
     host_max_ratio: float = 1.3
     host_budget_s: float = 1.0
     # isolated environments `imgbench run` also runs (their own cases only)
@@ -77,7 +77,7 @@ class Profile:
     extra_datasets: tuple[str, ...] = ()
     extra_dataset_plans: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     plans: Mapping[str, StagePlan] = field(default_factory=dict)  # stage name -> its plan
-    # more sessions `imgbench run` adds, one per allocator (imgbench.harness.allocator), that run
+    # more sessions `imgbench run` adds, one per allocator (imgbench.measure.allocator), that run
     # the stages named in allocator_plans with those plans: the allocator as a dimension
     allocators: tuple[str, ...] = ()
     allocator_plans: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
@@ -104,9 +104,9 @@ class Profile:
 
 
 def _plan_class(stage: str) -> type[StagePlan]:
-    from imgbench.stages import get_stage
-
-    return get_stage(stage).plan
+    if stage not in PLANS:
+        raise ValueError(f"unknown stage {stage!r}; known: {sorted(PLANS)}")
+    return PLANS[stage]
 
 
 # the transforms of make bench's matrix: geometry, colour, blur, the tensor steps, JPEG artefacts
@@ -349,6 +349,25 @@ _TOP_LEVEL = {
 }
 
 
+@dataclass(frozen=True)
+class ProfileChoice:
+    """A profile as one session runs it: its name, and which of its variants (the plans it runs
+    on an extra dataset, or in an allocator session). Small and picklable, so the runner and
+    its worker processes resolve the same plans from it, in one place."""
+
+    name: str
+    extra_dataset: bool = False
+    allocator_session: bool = False
+
+    def resolve(self) -> Profile:
+        profile = get_profile(self.name)
+        if self.extra_dataset:
+            profile = profile.on_extra_dataset()
+        if self.allocator_session:
+            profile = profile.in_allocator_session()
+        return profile
+
+
 class ProfileError(ValueError):
     """An unknown profile, or a malformed ``[tool.imgbench.profiles]`` table: one line."""
 
@@ -411,11 +430,9 @@ def _resolve(name: str, tables: dict[str, dict[str, Any]], seen: tuple[str, ...]
 
 
 def _apply(base: Profile, name: str, table: dict[str, Any]) -> Profile:
-    from imgbench.stages import STAGES
-
     where = f"[tool.imgbench.profiles.{name}]"
     top = {k: v for k, v in table.items() if k in _TOP_LEVEL}
-    stage_names = {s.name for s in STAGES}
+    stage_names = set(PLANS)
     unknown = sorted(set(table) - _TOP_LEVEL - stage_names - {"base"})
     if unknown:
         raise ProfileError(
@@ -425,10 +442,10 @@ def _apply(base: Profile, name: str, table: dict[str, Any]) -> Profile:
     try:
         profile = override(base, top, where) if top else base
         plans = dict(profile.plans)
-        for stage in STAGES:
-            if stage.name in table:
-                current = plans.get(stage.name) or stage.plan()
-                plans[stage.name] = override(current, table[stage.name], f"{where}.{stage.name}")
+        for stage, plan_class in PLANS.items():
+            if stage in table:
+                current = plans.get(stage) or plan_class()
+                plans[stage] = override(current, table[stage], f"{where}.{stage}")
     except ValueError as exc:
         raise ProfileError(str(exc)) from None
     return dataclasses.replace(profile, name=name, plans=plans)

@@ -30,7 +30,7 @@ class Session:
         None  # an allocator session: the profile's allocator_plans, this allocator
     )
     measure: str = (
-        "wall"  # or "instructions": counted under callgrind (imgbench.harness.instructions)
+        "wall"  # or "instructions": counted under callgrind (imgbench.measure.instructions)
     )
 
     def process_env(self, base: dict[str, str]) -> dict[str, str]:
@@ -38,7 +38,7 @@ class Session:
         the loaders (measured in the session's process) and their workers use it too."""
         if self.allocator is None:
             return base
-        from imgbench.harness.allocator import AllocatorUnavailableError, allocator, environment_for
+        from imgbench.measure.allocator import AllocatorUnavailableError, allocator, environment_for
 
         try:
             return environment_for(base, allocator(self.allocator))
@@ -160,7 +160,7 @@ def python_for_environment(
 def run_session(args: list[str], env: dict[str, str]) -> int:
     """Run one session and return its exit code; a SIGTERM or SIGHUP sent to `imgbench run` is
     passed on to it (Ctrl-C reaches it anyway, in the terminal's foreground group), so stopping
-    a run stops its session, whose worker server then ends with it (harness/worker.py)."""
+    a run stops its session, whose worker server then ends with it (measure/server.py)."""
     proc = subprocess.Popen(args, env=env)
 
     def forward(signum: int, _frame: object) -> None:

@@ -8,27 +8,22 @@ dashboard shows one page per stage. Adding a stage is one entry here plus the fi
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from imgbench.attrs import load_attr
 from imgbench.augment.plan import AugmentPlan
 from imgbench.formats.plan import FormatPlan
 from imgbench.loaders.plan import LoaderPlan
+from imgbench.measure.case import Case, with_allocator
 from imgbench.plan import StagePlan
 from imgbench.readers.plan import ReadPlan
 
 if TYPE_CHECKING:
-    from imgbench.harness.case import Case
     from imgbench.library import LibrarySpec
-    from imgbench.profiles import Profile
-
-
-def load_attr(target: str) -> Any:
-    """``"module:attribute"`` imported on use, so listing stages imports no library."""
-    module_name, attr = target.split(":")
-    return getattr(importlib.import_module(module_name), attr)
+    from imgbench.measure.settings import Settings
+    from imgbench.profiles import Profile, ProfileChoice
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -47,7 +42,7 @@ class Stage:
     page: str  # the dashboard page, relative to dashboard/
     icon: str  # the dashboard page's icon
     extra_datasets: bool = False  # also runs on the profile's extra datasets (real photos)
-    # measured in a fresh worker process per case (imgbench.harness.worker) when the profile's
+    # measured in a fresh worker process per case (imgbench.measure.server) when the profile's
     # process model is "worker"; False: in the session's process
     worker: bool = True
 
@@ -149,3 +144,10 @@ def get_stage(name: str) -> Stage:
 def stage_cases(name: str, profile: Profile) -> list[Case]:
     """The cases a profile runs of one stage."""
     return get_stage(name).case_builder()(profile)
+
+
+def session_cases(name: str, choice: ProfileChoice, settings: Settings) -> list[Case]:
+    """The cases one session plans of a stage (the runner and its workers alike): the chosen
+    profile's, and in an allocator session with the allocator as a parameter."""
+    cases = stage_cases(name, choice.resolve())
+    return with_allocator(cases, settings.allocator) if choice.allocator_session else cases

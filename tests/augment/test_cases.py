@@ -10,8 +10,8 @@ import pytest
 from imgbench.augment import spec
 from imgbench.augment.cases import augment_cases, prepare
 from imgbench.augment.plan import AugmentPlan
-from imgbench.harness.case import Workload
-from imgbench.harness.context import CaseContext
+from imgbench.measure.case import Workload
+from imgbench.measure.context import CaseContext
 from imgbench.profiles import get_profile
 
 

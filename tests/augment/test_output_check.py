@@ -12,8 +12,8 @@ from imgbench.augment.cases import prepare
 from imgbench.augment.outputs import FAIL_FACTOR, REFERENCE_IMAGES
 from imgbench.augment.plan import AugmentPlan
 from imgbench.augment.registry import get_library
-from imgbench.harness.case import Case, Workload, spec_case
-from imgbench.harness.context import CaseContext
+from imgbench.measure.case import Case, Workload, spec_case
+from imgbench.measure.context import CaseContext
 from imgbench.profiles import get_profile
 from tests.augment.broken_ops import LIBRARY as BROKEN
 

@@ -16,7 +16,7 @@ import pytest
 from typer.testing import CliRunner
 
 from imgbench.cli import app
-from imgbench.harness.instructions import valgrind_missing
+from imgbench.measure.instructions import valgrind_missing
 
 ROOT = Path(__file__).resolve().parents[2]
 SLOW = "        _end = __import__('time').perf_counter() + 0.002\n        while __import__('time').perf_counter() < _end:\n            pass\n"
@@ -60,7 +60,7 @@ def repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def knob_repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Base, then a head whose Pillow reader does 25% more decodes (the test-only knob)."""
     repo = _base_repo(tmp_path_factory, "knob-repo")
-    knob = repo / "src/imgbench/harness/knob.py"
+    knob = repo / "src/imgbench/measure/knob.py"
     knob.write_text(knob.read_text().replace('BUILTIN = ""', 'BUILTIN = "read/pillow/*=0.25"', 1))
     _git(repo, "commit", "-qam", "pillow does 25% more decodes")
     return repo

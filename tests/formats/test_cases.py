@@ -8,8 +8,8 @@ import pytest
 
 from imgbench.formats.cases import format_cases
 from imgbench.formats.registry import FORMATS, UNAVAILABLE
-from imgbench.harness.scratch import choose_scratch_parent
-from imgbench.harness.scratch import fs_type as _fs_type
+from imgbench.measure.scratch import choose_scratch_parent
+from imgbench.measure.scratch import fs_type as _fs_type
 from imgbench.profiles import get_profile
 
 QUICK_FORMATS = ("folder", "lmdb", "tar", "parquet", "npy-packed")
@@ -114,7 +114,7 @@ def test_full_repeats_the_s3_cases_per_network_shape_and_keeps_unshaped_ids() ->
 
 
 def test_a_service_variant_shares_its_base_and_stops_first() -> None:
-    from imgbench.harness.services import Services
+    from imgbench.measure.services import Services
 
     events: list[str] = []
 

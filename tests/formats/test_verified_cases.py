@@ -19,8 +19,8 @@ from imgbench.datasets.manifest import Manifest
 from imgbench.formats.base import MARKER, META_DIR, FormatSpec, build_format, fixed_array
 from imgbench.formats.cases import _prepare_read, _prepare_write
 from imgbench.formats.roundtrip import decode_check, difference, round_trip
-from imgbench.harness.case import Case, Workload, spec_case
-from imgbench.harness.context import CaseContext
+from imgbench.measure.case import Case, Workload, spec_case
+from imgbench.measure.context import CaseContext
 from imgbench.profiles import get_profile
 from tests.conftest import run_pytest
 from tests.formats.broken_format import SPEC as BROKEN
@@ -205,7 +205,7 @@ def test_write_rounds_set_their_stores_aside_and_the_session_end_removes_them(
 ) -> None:
     """Nothing is deleted while a session measures: a deletion slows later file creations on ext4
     without a journal (CaseContext.discard). The stores go to the scratch's trash instead."""
-    from imgbench.harness.context import DISCARDED
+    from imgbench.measure.context import DISCARDED
 
     spec = registry.get_format("folder")
     params = {"format": spec.name, "mode": "write", "cache_state": "warm"}

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from imgbench.harness.context import CaseContext
+from imgbench.measure.context import CaseContext
 from imgbench.profiles import get_profile
 
 PHOTOS = (

@@ -13,9 +13,9 @@ import pytest
 from typer.testing import CliRunner
 
 from imgbench.cli import app
-from imgbench.harness.allocator import Allocator, AllocatorUnavailableError
 from imgbench.loaders.advise import spread
 from imgbench.machine import machine_info
+from imgbench.measure.allocator import Allocator, AllocatorUnavailableError
 from imgbench.results.schema import empty_row
 from imgbench.results.store import write_rows
 
@@ -200,7 +200,7 @@ def jemalloc_here(monkeypatch: pytest.MonkeyPatch) -> None:
         assert name == "jemalloc"
         return Allocator(name, {"LD_PRELOAD": JEMALLOC_PATH})
 
-    monkeypatch.setattr("imgbench.harness.allocator.allocator", allocator)
+    monkeypatch.setattr("imgbench.measure.allocator.allocator", allocator)
 
 
 def test_allocator_that_pays_is_recommended_with_its_variables(
@@ -254,7 +254,7 @@ def test_missing_preload_library_names_the_debian_package(
     def unavailable(name: str) -> Allocator:
         raise AllocatorUnavailableError(f"{name}: not found")
 
-    monkeypatch.setattr("imgbench.harness.allocator.allocator", unavailable)
+    monkeypatch.setattr("imgbench.measure.allocator.allocator", unavailable)
     output = _advise(_allocator_results(tmp_path, tuned=1.0, tuned_spread=0.02, jemalloc=1.3))
     assert "apt-get install libjemalloc2" in output
     assert "export LD_PRELOAD=libjemalloc.so.2" in output

@@ -3,8 +3,8 @@ that read it; NumPy and pyarrow indexes are not."""
 
 from __future__ import annotations
 
-from imgbench.harness.context import CaseContext
 from imgbench.loaders.cow import cow_cases, index_bytes, make_index
+from imgbench.measure.context import CaseContext
 
 
 def _worker_uss(ctx: CaseContext, kind: str) -> tuple[int, int]:

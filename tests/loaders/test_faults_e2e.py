@@ -31,7 +31,7 @@ def fault_run(tmp_path_factory: pytest.TempPathFactory, photo_dir: Path) -> dict
                 "--imgbench-rounds=2",
                 # the plugin swaps the loader cases and watches the pytest process's children:
                 # worker processes would not load it (their own crash/hang handling is
-                # tests/harness/test_worker.py's)
+                # tests/measure/test_worker.py's)
                 "--imgbench-process=in-process",
                 f"--imgbench-results={out / 'results'}",
             ],

@@ -11,13 +11,13 @@ import psutil
 import pytest
 import torch
 
-from imgbench.harness.context import CaseContext
 from imgbench.loaders import cases
 from imgbench.loaders.checks import BatchExpectation, check_batch, expectation
 from imgbench.loaders.pipeline import NO_AUGMENT, PipelineConfig
 from imgbench.loaders.plan import LoaderPlan
 from imgbench.loaders.run import BatchCheckError
 from imgbench.machine import dist_version
+from imgbench.measure.context import CaseContext
 from imgbench.profiles import get_profile
 from tests.loaders.faults import FloatPixels, ShiftsLabels
 

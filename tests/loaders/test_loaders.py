@@ -7,12 +7,12 @@ import psutil
 import pytest
 import torch
 
-from imgbench.harness.context import CaseContext
 from imgbench.loaders import cases
 from imgbench.loaders.pipeline import NO_AUGMENT, FileSource, PipelineConfig, SamplePipeline
 from imgbench.loaders.plan import LoaderPlan
 from imgbench.loaders.registry import get_loader
 from imgbench.loaders.run import LoaderRun
+from imgbench.measure.context import CaseContext
 from imgbench.profiles import get_profile
 
 PLAN = get_profile("quick").plan(LoaderPlan)

@@ -7,7 +7,7 @@ import signal
 
 import pytest
 
-from imgbench.harness.plugin import STATE_KEY
+from imgbench.pytest_plugin import STATE_KEY
 
 AFTER = int(os.environ.get("IMGBENCH_TEST_KILL_S3_AFTER", "2"))
 KILLED: list[int] = []

@@ -10,7 +10,7 @@ import pytest
 from torch.utils.data import DataLoader
 
 import imgbench
-from imgbench.profiling.sweep import ProfileResult
+from imgbench.profiling.result import ProfileResult
 from tests.dashboard.fixtures import write_allocator_run
 from tests.profiling.conftest import children_left, children_now, extra, read_rows
 from tests.profiling.pipelines.cv2_albumentations import Cv2Dataset

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 import imgbench
-from imgbench.profiling.sweep import ProfileResult
+from imgbench.profiling.result import ProfileResult
 from imgbench.profiling.target import TargetError, build_target, parse_kwargs
 from tests.profiling.conftest import (
     PIPELINES,

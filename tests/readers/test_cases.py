@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from imgbench.harness.cache import resident_fraction
-from imgbench.harness.case import Case
-from imgbench.harness.context import CaseContext
+from imgbench.measure.cache import resident_fraction
+from imgbench.measure.case import Case
+from imgbench.measure.context import CaseContext
 from imgbench.profiles import get_profile
 from imgbench.readers.cases import reader_cases
 from imgbench.readers.pixels import to_rgb8

@@ -23,9 +23,10 @@ from imgbench.augment.outputs import check_outputs
 from imgbench.augment.pipelines import PIPELINES
 from imgbench.augment.plan import AugmentPlan
 from imgbench.augment.registry import AugmentLibrary, get_library, libraries
-from imgbench.harness.case import Case, Workload, spec_case
-from imgbench.harness.context import CaseContext
 from imgbench.library import select
+from imgbench.measure.case import Case, Workload, spec_case
+from imgbench.measure.context import CaseContext
+from imgbench.measure.errors import CaseFailed, Skip
 from imgbench.profiles import Profile
 
 FIXED_SIDE = 320  # batch inputs (and their per-image twins) are resized to 320x320
@@ -119,17 +120,15 @@ def _output_megapixels(output: Any, images_per_item: int) -> float:
 def prepare(ctx: CaseContext, case: Case) -> Workload:
     import time
 
-    import pytest
-
     from imgbench.augment import verify
 
-    plan = ctx.profile.plan(AugmentPlan)
+    plan = ctx.plan(AugmentPlan)
     lib = get_library(f"{case.library}/{case.variant}")
     params = case.params
     limit = min(ctx.max_images, plan.max_images)
     images, upscaled = decoded_images(ctx, limit)
     if not images:
-        pytest.skip(f"dataset {ctx.dataset.name} has no usable images")
+        raise Skip(f"dataset {ctx.dataset.name} has no usable images")
     batch = params.get("batch_size")
     if params.get("input_size"):
         images = _fixed_size(images)
@@ -155,7 +154,7 @@ def prepare(ctx: CaseContext, case: Case) -> Workload:
     start = time.perf_counter()
     first = op.fn(items[0])
     seconds_per_item = time.perf_counter() - start
-    rounds = ctx.profile.rounds + ctx.profile.warmup_rounds
+    rounds = ctx.settings.rounds + ctx.settings.warmup_rounds  # the session's, overrides included
     affordable = max(1, int(plan.budget_s / max(seconds_per_item * rounds, 1e-9)))
     extra: dict[str, Any] = {"inputs_upscaled": upscaled}
     if affordable < len(items) and ctx.measure == "wall":  # a counted pass is never cut by time
@@ -172,9 +171,7 @@ def prepare(ctx: CaseContext, case: Case) -> Workload:
         lib, kind, name, op, outputs, groups[: len(items)], where, batched=bool(batch)
     )  # on the case's own images, untimed: shape, dtype, range, and the reference's output
     if checked.problem is not None:
-        pytest.fail(
-            f"{lib.key} {kind} {name}: output check failed on {checked.problem}", pytrace=False
-        )
+        raise CaseFailed(f"{lib.key} {kind} {name}: output check failed on {checked.problem}")
     extra.update(checked.extra())
     # every library's agreement on this transform, computed once per session (worker processes
     # share it through the scratch folder)

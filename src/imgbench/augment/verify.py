@@ -24,7 +24,7 @@ from imgbench.augment.pipelines import OUTPUT_SHAPE, PIPELINE_BY_NAME
 from imgbench.augment.registry import AugmentLibrary, libraries
 from imgbench.augment.spec import Tolerance
 from imgbench.errors import one_line
-from imgbench.harness.seeds import seed_everything
+from imgbench.measure.seeds import seed_everything
 
 PHOTOS = ("astronaut", "coffee", "chelsea")
 # The first of these that has the transform (and draws nothing random) is the reference.
@@ -77,7 +77,7 @@ def photos() -> tuple[tuple[str, np.ndarray], ...]:
 
 
 def _available(lib: AugmentLibrary) -> bool:
-    from imgbench.harness.case import Case
+    from imgbench.measure.case import Case
 
     probe = Case(
         stage="augment",

@@ -171,7 +171,7 @@ def convert(
     """Convert a folder of images into a storage format: streamed, atomic, bad files skipped."""
     from imgbench.formats.base import FormatError
     from imgbench.formats.registry import formats, get_format
-    from imgbench.harness.memory import peak_rss_bytes
+    from imgbench.measure.memory import peak_rss_bytes
 
     from .convert import convert as convert_folder
     from .convert import default_target

@@ -7,7 +7,7 @@ from the heap, which fragments and keeps growing. Measured (2026-11-23, `imgbenc
 to parquet, ImageNet-sized JPEGs, peak anonymous RSS): 111 -> 135 MiB from 4,000 to 40,000 images
 with the moving threshold, 93 -> 101 MiB with it pinned. Setting the threshold with ``mallopt``
 also turns the adjustment off. Only the dataset tools call this: a benchmark's allocator state is a
-recorded dimension (``imgbench.harness.allocator``) and must not be changed behind it.
+recorded dimension (``imgbench.measure.allocator``) and must not be changed behind it.
 """
 
 from __future__ import annotations

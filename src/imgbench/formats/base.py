@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 import numpy as np
 
 from imgbench.atomic import atomic_folder, fsync_tree
+from imgbench.attrs import load_attr
 from imgbench.library import LibrarySpec
 
 if TYPE_CHECKING:
@@ -119,8 +120,7 @@ class FormatSpec(LibrarySpec):
         """The ``version_attr`` value (rows take ``dist``'s version when this is None)."""
         if self.version_attr is None:
             return None
-        module, attr = self.version_attr.split(":")
-        return str(getattr(importlib.import_module(module), attr))
+        return str(load_attr(self.version_attr))
 
 
 class BaseReader:

@@ -41,10 +41,11 @@ from imgbench.formats.session import (
     verified_decodes,
     verified_format,
 )
-from imgbench.harness.cache import CacheControl, warm
-from imgbench.harness.case import Case, Workload, spec_case
-from imgbench.harness.context import CaseContext
 from imgbench.library import select
+from imgbench.measure.cache import CacheControl, warm
+from imgbench.measure.case import Case, Workload, spec_case
+from imgbench.measure.context import CaseContext
+from imgbench.measure.errors import CaseFailed, Skip
 from imgbench.profiles import Profile
 
 SEED = 0  # shuffled order: the same permutation in every run
@@ -151,7 +152,6 @@ def _prepare_write(ctx: CaseContext, case: Case) -> Workload:
         syncs.append(last["report"].sync_seconds)
 
     def close() -> None:
-        import pytest
 
         report = last.get("report")
         if report is None:
@@ -168,7 +168,7 @@ def _prepare_write(ctx: CaseContext, case: Case) -> Workload:
         adopt_built(ctx, report, verdict)  # the read cases reuse the last round's output
         ctx.discard(folder)
         if not verdict.ok:
-            pytest.fail(verdict.reason(), pytrace=False)
+            raise CaseFailed(verdict.reason())
 
     return Workload(
         items=[0],
@@ -186,7 +186,6 @@ def _prepare_write(ctx: CaseContext, case: Case) -> Workload:
 
 # -- read ----------------------------------------------------------------------------------------
 def _prepare_read(ctx: CaseContext, case: Case) -> Workload:
-    import pytest
 
     from imgbench.readers.pillow import PillowReader
 
@@ -195,12 +194,12 @@ def _prepare_read(ctx: CaseContext, case: Case) -> Workload:
     report = built_format(ctx, spec)
     verdict = verified_format(ctx, spec, report)  # once per built store, before any timing
     if not verdict.ok:
-        pytest.fail(verdict.reason(), pytrace=False)
+        raise CaseFailed(verdict.reason())
     checked: dict[str, Any] = {"verified_records": verdict.records}
     if payload == "decode":
         decoded = verified_decodes(ctx, spec, report, PillowReader().decode)
         if not decoded.ok:
-            pytest.fail(f"{spec.name}: decode check failed: {decoded.problem}", pytrace=False)
+            raise CaseFailed(f"{spec.name}: decode check failed: {decoded.problem}")
         checked["verified_decodes"] = decoded.records
     state: dict[str, Any] = {"it": None}
 
@@ -214,7 +213,7 @@ def _prepare_read(ctx: CaseContext, case: Case) -> Workload:
         reopen=(lambda: state["reader"].close(), reopen),
     )
     if reason := cache.start():  # before the reader maps or caches anything
-        pytest.skip(reason)
+        raise Skip(reason)
     reopen()
     count = len(state["reader"])
     decode = PillowReader().decode if payload == "decode" else None
@@ -294,7 +293,6 @@ def _megapixels(ctx: CaseContext, report: BuildReport, payload: str) -> float:
 
 # -- the raw ceiling -----------------------------------------------------------------------------
 def _prepare_raw(ctx: CaseContext, case: Case) -> Workload:
-    import pytest
 
     path, sizes = concatenated(ctx)
     state: dict[str, Any] = {}
@@ -309,7 +307,7 @@ def _prepare_raw(ctx: CaseContext, case: Case) -> Workload:
         reopen=(lambda: state["handle"].close(), reopen),
     )
     if reason := cache.start():
-        pytest.skip(reason)
+        raise Skip(reason)
     reopen()
     total = sum(sizes)
     extra: dict[str, Any] = {

@@ -49,8 +49,9 @@ from imgbench.formats.s3 import (
     upload_store,
 )
 from imgbench.formats.session import built_format
-from imgbench.harness.case import Case, Workload, spec_case
-from imgbench.harness.context import CaseContext
+from imgbench.measure.case import Case, Workload, spec_case
+from imgbench.measure.context import CaseContext
+from imgbench.measure.errors import CaseFailed
 
 if TYPE_CHECKING:
     from imgbench.formats.roundtrip import RoundTrip
@@ -110,7 +111,6 @@ def _case(
 def case_access(ctx: CaseContext, case: Case) -> S3Access:
     """The case's network path to the session's server, checked: a fault is a failed case
     naming it (one line)."""
-    import pytest
 
     from imgbench.objectstore.server import EndpointError, check_endpoint
 
@@ -119,7 +119,7 @@ def case_access(ctx: CaseContext, case: Case) -> S3Access:
     try:
         check_endpoint(access.endpoint)
     except EndpointError as exc:
-        pytest.fail(str(exc), pytrace=False)
+        raise CaseFailed(str(exc)) from exc
     return access
 
 
@@ -180,7 +180,7 @@ def _size_extra(spec: S3FormatSpec, meta: FormatMeta, stored: int, objects: int)
 
 # -- upload --------------------------------------------------------------------------------------
 def _prepare_upload(ctx: CaseContext, case: Case) -> Workload:
-    from imgbench.harness.cache import warm
+    from imgbench.measure.cache import warm
 
     spec = get_s3_format(case.params["format"])
     access = case_access(ctx, case)
@@ -204,7 +204,6 @@ def _prepare_upload(ctx: CaseContext, case: Case) -> Workload:
         durations.append(put_store(endpoint, local.path, state["prefix"]))
 
     def close() -> None:
-        import pytest
 
         prefix = state["prefix"]
         if prefix is None or not durations:
@@ -218,7 +217,7 @@ def _prepare_upload(ctx: CaseContext, case: Case) -> Workload:
         extra["verified_records"] = verdict.records
         delete_prefix(server, prefix)
         if not verdict.ok:
-            pytest.fail(verdict.reason(), pytrace=False)
+            raise CaseFailed(verdict.reason())
 
     return Workload(
         items=[0],
@@ -235,7 +234,6 @@ def _prepare_upload(ctx: CaseContext, case: Case) -> Workload:
 
 # -- read ----------------------------------------------------------------------------------------
 def _prepare_read(ctx: CaseContext, case: Case) -> Workload:
-    import pytest
 
     spec = get_s3_format(case.params["format"])
     order = case.params["order"]
@@ -244,7 +242,7 @@ def _prepare_read(ctx: CaseContext, case: Case) -> Workload:
     upload = uploaded_store(ctx, spec, access.server_endpoint)  # once per session, any shape
     verdict = verified_upload(ctx, spec, access.server_endpoint, upload)  # before any timing
     if not verdict.ok:
-        pytest.fail(verdict.reason(), pytrace=False)
+        raise CaseFailed(verdict.reason())
     count = upload.meta.count
     items = list(range(count))
     if order == "shuffled":

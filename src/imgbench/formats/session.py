@@ -23,7 +23,7 @@ from imgbench.formats.base import (
     read_meta,
 )
 from imgbench.formats.roundtrip import DecodeCheck, RoundTrip, decode_check, round_trip
-from imgbench.harness.context import CaseContext
+from imgbench.measure.context import CaseContext
 
 
 def _key(ctx: CaseContext, name: str) -> tuple[str, str, str, int]:

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 from imgbench.formats import registry
 from imgbench.formats.base import FormatError, FormatSpec, build_format
 from imgbench.formats.roundtrip import round_trip
-from imgbench.harness.case import Case
+from imgbench.measure.case import Case
 
 if TYPE_CHECKING:
     from imgbench.datasets.manifest import ImageEntry, Manifest

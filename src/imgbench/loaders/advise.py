@@ -29,8 +29,8 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from imgbench.harness import allocator as allocators
-from imgbench.harness.allocator import GLIBC_TUNED, AllocatorUnavailableError
+from imgbench.measure import allocator as allocators
+from imgbench.measure.allocator import GLIBC_TUNED, AllocatorUnavailableError
 from imgbench.results.schema import json_object
 
 OVERHEAD_LIMITED = 0.6  # below this parallel efficiency, the hand-over between processes limits

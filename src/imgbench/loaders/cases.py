@@ -26,12 +26,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypedDict
 
-from imgbench.harness.case import Case, Workload, spec_case
-from imgbench.harness.context import CaseContext
 from imgbench.library import select
 from imgbench.loaders.pipeline import FILES, LOCAL, NO_AUGMENT, S3, PipelineConfig
 from imgbench.loaders.plan import LoaderPlan
 from imgbench.loaders.registry import LoaderSpec, get_loader, loaders, pipeline_config
+from imgbench.measure.case import Case, Workload, spec_case
+from imgbench.measure.context import CaseContext
+from imgbench.measure.errors import CaseFailed, Skip
 from imgbench.profiles import Profile
 from imgbench.stages import load_attr
 
@@ -304,7 +305,6 @@ def s3_source(
     or the first case to need it; round-tripped against the source files before any timing: a
     bad upload is a failed row), as a source read through ``access``'s path, and what the row
     records about it."""
-    import pytest
 
     from imgbench.formats.base import read_keys
     from imgbench.formats.registry import get_format, get_s3_format
@@ -316,7 +316,7 @@ def s3_source(
     upload = uploaded_store(ctx, spec, access.server_endpoint)  # untimed set-up: the server
     verdict = verified_upload(ctx, spec, access.server_endpoint, upload)
     if not verdict.ok:
-        pytest.fail(verdict.reason(), pytrace=False)
+        raise CaseFailed(verdict.reason())
     local = built_format(ctx, get_format(spec.name))
     labels = [label for _, label in read_keys(local.path)]
     source = S3FormatSource(spec.name, access.endpoint, upload.prefix, upload.meta, labels)
@@ -333,7 +333,6 @@ def s3_source(
 
 
 def _entries_for(ctx: CaseContext, config: PipelineConfig) -> list[Any]:
-    import pytest
 
     from imgbench.readers.registry import find_spec
 
@@ -341,7 +340,7 @@ def _entries_for(ctx: CaseContext, config: PipelineConfig) -> list[Any]:
     codecs = find_spec(library, variant).codecs
     entries = [e for e in ctx.entries() if e.codec in codecs]
     if not entries:
-        pytest.skip(f"dataset {ctx.dataset.name} has no images {config.decoder} decodes")
+        raise Skip(f"dataset {ctx.dataset.name} has no images {config.decoder} decodes")
     return entries
 
 
@@ -386,9 +385,7 @@ def prepare_loader(
     batch_size, n_batches = int(params["batch_size"]), int(params["batches_per_round"])
     expect = expectation(config, batch_size, labels)
     if len(pipeline) < batch_size:
-        import pytest
-
-        pytest.skip(f"{len(pipeline)} images, fewer than one batch of {batch_size}")
+        raise Skip(f"{len(pipeline)} images, fewer than one batch of {batch_size}")
     compute = None
     if params.get("accelerator_images_per_s"):
         compute = ComputeStep.for_accelerator(
@@ -400,7 +397,7 @@ def prepare_loader(
         loader,
         f"{case.library} ({workers} workers)",
         parallel=max(1, workers),
-        warmup_batches=ctx.profile.warmup_rounds * n_batches,
+        warmup_batches=ctx.settings.warmup_rounds * n_batches,
         drain_batches=workers * int(params.get("prefetch_factor") or 0),
         compute=compute,
         check=functools.partial(check_batch, expect=expect),

@@ -17,9 +17,9 @@ from typing import Any
 
 import numpy as np
 
-from imgbench.harness.case import Case, Workload
-from imgbench.harness.context import CaseContext
 from imgbench.loaders.plan import LoaderPlan
+from imgbench.measure.case import Case, Workload
+from imgbench.measure.context import CaseContext
 
 INDEX_KINDS = ("list", "numpy", "pyarrow")
 LOOKUPS_PER_BATCH = 4096
@@ -120,7 +120,7 @@ def prepare_cow(ctx: CaseContext, case: Case) -> Workload:
         loader,
         f"copy-on-access {params['index_kind']} ({params['workers']} workers)",
         parallel=max(1, int(params["workers"])),
-        warmup_batches=ctx.profile.warmup_rounds * n_batches,
+        warmup_batches=ctx.settings.warmup_rounds * n_batches,
         memory_interval_s=0.25,
     )
     run.extra.update(

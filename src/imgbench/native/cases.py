@@ -5,8 +5,9 @@ from __future__ import annotations
 from functools import partial
 from typing import Any
 
-from imgbench.harness.case import Case, Workload
-from imgbench.harness.context import CaseContext
+from imgbench.measure.case import Case, Workload
+from imgbench.measure.context import CaseContext
+from imgbench.measure.errors import CaseFailed, Skip
 from imgbench.native.tjbench import TjbenchError, decode_seconds, tjbench_path, tjbench_version
 
 BENCHTIME_S = 0.02  # tjbench's own loop per image and round: it reports the mean decode time
@@ -33,12 +34,11 @@ def _check() -> str | None:
 
 
 def prepare_tjbench(ctx: CaseContext, case: Case) -> Workload:
-    import pytest
 
     reduce = case.params.get("reduce")
     entries = ctx.entries("jpeg")
     if not entries:
-        pytest.skip(f"dataset {ctx.dataset.name} has no jpeg images")
+        raise Skip(f"dataset {ctx.dataset.name} has no jpeg images")
     exe = tjbench_path()
     run = partial(decode_seconds, reduce=reduce, benchtime=BENCHTIME_S, tjbench=exe)
     kept, excluded = [], []
@@ -51,9 +51,8 @@ def prepare_tjbench(ctx: CaseContext, case: Case) -> Workload:
             continue
         kept.append(entry)
     if not kept:
-        pytest.fail(
+        raise CaseFailed(
             f"tjbench failed on all {len(excluded)} jpeg images, e.g. {excluded[0]['reason']}",
-            pytrace=False,
         )
     pixels = sum(
         (-(-e.width // reduce)) * (-(-e.height // reduce)) if reduce else e.width * e.height

@@ -1,6 +1,6 @@
 """The S3 session service: one SeaweedFS server per benchmark session, and the path to it.
 
-:class:`S3Service` is the ``"s3"`` entry of :mod:`imgbench.harness.services`: the runner starts
+:class:`S3Service` is the ``"s3"`` entry of :mod:`imgbench.measure.services`: the runner starts
 it on the first S3 case and stops it when the session ends. Cases get an :class:`S3Access`:
 the endpoint to use and what the network between client and server is.
 
@@ -26,7 +26,7 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from imgbench.harness.services import ServiceUnavailableError
+from imgbench.measure.services import ServiceUnavailableError
 from imgbench.objectstore.server import S3Endpoint, ServerUnavailableError, SessionServer
 
 if TYPE_CHECKING:

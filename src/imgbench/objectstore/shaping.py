@@ -41,6 +41,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from imgbench.measure.errors import Skip
 from imgbench.pids import pid_alive
 
 _RELAY = Path(__file__).with_name("_relay.py")
@@ -415,7 +416,6 @@ def shaped_or_skip(
 
     Only set-up is turned into a skip; an error in the body propagates as a failure.
     """
-    import pytest  # deferred: the module itself does not need pytest
 
     with contextlib.ExitStack() as stack:
         try:
@@ -423,5 +423,5 @@ def shaped_or_skip(
                 shaped(target_host, target_port, shape, **kwargs)  # type: ignore[arg-type]
             )
         except ShapingUnavailable as exc:
-            pytest.skip(f"network shaping {shape.name} unavailable: {exc}")
+            raise Skip(f"network shaping {shape.name} unavailable: {exc}") from exc
         yield endpoint

@@ -26,7 +26,7 @@ from imgbench.loaders.au import AU_PASS
 from imgbench.profiling.attribution import CATEGORY_TITLES, dominant
 
 if TYPE_CHECKING:
-    from imgbench.profiling.sweep import ProfileResult
+    from imgbench.profiling.result import ProfileResult
 
 DOMINANT_SHARE = 0.4  # a category this large of the sampled time is where to look first
 GROWTH_BYTES_PER_MIN = 10 * 2**20  # a worker's USS growing faster than this after warm-up

@@ -6,7 +6,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from imgbench.profiling.sweep import ProfileResult, ProfileSettings
+from imgbench.profiling.result import ProfileResult
+from imgbench.profiling.sweep import ProfileSettings
 from imgbench.profiling.sweep import profile as sweep
 from imgbench.profiling.target import is_dataset_or_loader
 

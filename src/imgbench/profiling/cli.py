@@ -14,7 +14,8 @@ from rich.table import Table
 from imgbench.console import console, err, fail
 from imgbench.profiling.advice import worker_uss_growth
 from imgbench.profiling.attribution import CATEGORIES, CATEGORY_TITLES
-from imgbench.profiling.sweep import Configuration, ProfileResult, ProfileSettings, profile
+from imgbench.profiling.result import Configuration, ProfileResult
+from imgbench.profiling.sweep import ProfileSettings, profile
 from imgbench.profiling.target import TargetError, build_target, parse_kwargs
 
 

@@ -21,7 +21,7 @@ import json
 import os
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -29,18 +29,19 @@ import numpy as np
 
 from imgbench.envs import current_environment
 from imgbench.errors import one_line
-from imgbench.harness.allocator import current as current_allocator
-from imgbench.harness.measure import Measurement
-from imgbench.harness.memory import peak_rss_bytes, reset_peak_rss
-from imgbench.harness.row import measurement_columns, new_run_id, row_header
-from imgbench.harness.threads import current_settings
-from imgbench.loaders.au import AU_PASS, ComputeStep, accelerator_utilisation
+from imgbench.loaders.au import ComputeStep, accelerator_utilisation
 from imgbench.loaders.base import clock
 from imgbench.loaders.run import LoaderRun
 from imgbench.machine import dist_version
+from imgbench.measure.allocator import current as current_allocator
+from imgbench.measure.memory import peak_rss_bytes, reset_peak_rss
+from imgbench.measure.rounds import Measurement
+from imgbench.measure.rows import measurement_columns, new_run_id, row_header
+from imgbench.measure.threads import current_settings
 from imgbench.profiling.attribution import attribute
 from imgbench.profiling.flame import write_flame_graph
 from imgbench.profiling.loader import UserLoader, batch_parts, failed_index, images_in
+from imgbench.profiling.result import Configuration, ProfileResult
 from imgbench.profiling.stacks import StackSampler
 from imgbench.profiling.tfdata import (
     ATTRIBUTION_REASON,
@@ -76,41 +77,6 @@ class ProfileSettings:
     @property
     def au_phase_s(self) -> float:
         return self.seconds / 2 if self.au_seconds is None else self.au_seconds
-
-
-@dataclass
-class Configuration:
-    """One measured (or failed) worker count."""
-
-    workers: int
-    user_setting: bool
-    status: str
-    reason: str | None
-    images_per_s: float | None
-    extra: dict[str, Any] = field(default_factory=dict)
-    row: dict[str, Any] = field(default_factory=dict)
-    measurement: Measurement | None = None
-
-
-@dataclass
-class ProfileResult:
-    target: str
-    configurations: list[Configuration]
-    results_path: Path
-    flame_graph: Path | None
-    step_ms: float
-    advice: list[str] = field(default_factory=list)
-    unit: str = "workers"  # what the sweep varies: DataLoader workers, or tf.data threads
-
-    @property
-    def fewest_workers_at_au(self) -> int | None:
-        """The fewest workers whose AU at ``step_ms`` was 90% or more."""
-        passing = [
-            c.workers
-            for c in self.configurations
-            if c.status == "ok" and (c.extra.get("au") or 0) >= AU_PASS
-        ]
-        return min(passing) if passing else None
 
 
 def cores() -> int:

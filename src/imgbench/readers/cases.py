@@ -16,9 +16,10 @@ from collections.abc import Callable
 from typing import Any
 
 from imgbench.errors import one_line
-from imgbench.harness.case import Case, Workload, spec_case
-from imgbench.harness.context import CaseContext
 from imgbench.library import select
+from imgbench.measure.case import Case, Workload, spec_case
+from imgbench.measure.context import CaseContext
+from imgbench.measure.errors import CaseFailed, Skip
 from imgbench.profiles import Profile
 from imgbench.readers.base import ReaderSpec
 from imgbench.readers.plan import ReadPlan
@@ -89,16 +90,15 @@ def _reader_check(spec: ReaderSpec, codec: str, reduce: int | None) -> Callable[
 
 
 def prepare_reader(ctx: CaseContext, case: Case) -> Workload:
-    import pytest
 
-    from imgbench.harness.cache import CacheControl
+    from imgbench.measure.cache import CacheControl
 
     spec = find_spec(case.library, case.variant)
     codec, mode = case.params["codec"], case.params["mode"]
     reduce = case.params.get("reduce")
     encoded = ctx.encoded(codec)
     if not encoded:
-        pytest.skip(f"dataset {ctx.dataset.name} has no {codec} images")
+        raise Skip(f"dataset {ctx.dataset.name} has no {codec} images")
     reader: Any = build_reader(spec, reduce=reduce, threads=case.threads)
     fn = reader.decode if mode == "memory" else reader.read
     references = ctx.shared(  # decoded once per session, kept on disk for worker processes
@@ -129,10 +129,9 @@ def prepare_reader(ctx: CaseContext, case: Case) -> Workload:
             output_pixels += (-(-entry.width // factor)) * (-(-entry.height // factor))
     if not kept:
         first = excluded[0]
-        pytest.fail(
+        raise CaseFailed(
             f"{case.library}/{case.variant} failed verification on all {len(excluded)} "
             f"{codec} images, e.g. {first['path']}: {first['reason']}",
-            pytrace=False,
         )
     extra: dict[str, Any] = {
         "verified_images": len(kept),
@@ -162,6 +161,6 @@ def prepare_reader(ctx: CaseContext, case: Case) -> Workload:
         cache = CacheControl(case.params["cache_state"], [ctx.path(e) for e, _, _ in kept])
         reason = cache.start()
         if reason:
-            pytest.skip(reason)
+            raise Skip(reason)
         workload.cache, workload.before_round = cache, cache.before_round
     return workload

@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import inspect
 
+from imgbench.attrs import load_attr
 from imgbench.library import catalog, find
 from imgbench.readers.base import CODECS, JPEG_ONLY, Reader, ReaderSpec
 
@@ -269,10 +270,7 @@ def build_reader(
     ``reduce`` goes to reduced and resize variants; ``threads`` to adapters that take it (their
     library keeps its own pool the harness cannot pin, e.g. libvips).
     """
-    import importlib
-
-    module_name, class_name = spec.adapter.split(":")
-    cls = getattr(importlib.import_module(module_name), class_name)
+    cls = load_attr(spec.adapter)
     accepted = inspect.signature(cls).parameters
     kwargs: dict[str, int | None] = {}
     if "reduce" in accepted:

@@ -168,7 +168,7 @@ _FIELDS: list[tuple[str, pa.DataType, str]] = [
         "callgrind's cache-simulated estimate: (Ir + 10 L1 misses + 100 LL misses) / images; "
         "information, not gated",
     ),
-    # the host while the rounds ran (imgbench.harness.host)
+    # the host while the rounds ran (imgbench.measure.host)
     (
         "host_ratios",
         pa.list_(pa.float64()),

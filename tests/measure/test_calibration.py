@@ -8,10 +8,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from imgbench.harness.cache import CacheControl
-from imgbench.harness.case import Case, Workload
-from imgbench.harness.host import HostGate
-from imgbench.harness.measure import (
+from imgbench.measure.cache import CacheControl
+from imgbench.measure.case import Case, Workload
+from imgbench.measure.host import HostGate
+from imgbench.measure.rounds import (
     MAX_CASE_ROUNDS,
     MAX_REPEATS,
     calibrate,

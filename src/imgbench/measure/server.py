@@ -1,11 +1,12 @@
 """Each case measured in a fresh worker process, as pyperf splits runner and worker.
 
-The pytest session is the runner: it plans cases and writes rows. A *server* process starts once
+The manager (:mod:`imgbench.measure.manager`, in the runner: a pytest session, ``imgbench
+profile`` or a script) plans cases and writes rows. A *server* process starts once
 per session with a controlled environment (the allocator setting, ``PYTHONHASHSEED``), imports
 the libraries every case of the profile requires (``profile_imports``, ``preload_modules``) and
 then never runs a case itself: for each case it forks a child, which unpickles the job the server
 only copied (``JobInbox``), rebuilds the case from its id, prepares, warms up, calibrates and times
-it, and hands back a :class:`~imgbench.harness.measure.Measurement`. Every case therefore starts
+it, and hands back a :class:`~imgbench.measure.rounds.Measurement`. Every case therefore starts
 from the same process state, a copy of the pristine server, whatever ran before it: no heap, no
 allocator high-water mark, no imported-late module carries over from case to case, and a case
 that built the session's shared inputs is measured again in a fresh fork (the plugin).
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import math
 import os
 import pickle
 import select
@@ -30,15 +32,14 @@ import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, Any
 
 from imgbench.errors import one_line
-from imgbench.harness.allocator import Allocator, environment_for, settle_glibc
-from imgbench.harness.host import HostGate
-from imgbench.harness.layout import LAYOUT_ENV, run_under
-
-if TYPE_CHECKING:
-    from imgbench.profiles import Profile
+from imgbench.measure.allocator import Allocator, environment_for, settle_glibc
+from imgbench.measure.errors import CaseFailed, Skip
+from imgbench.measure.layout import LAYOUT_ENV, run_under
+from imgbench.measure.settings import Settings
+from imgbench.profiles import Profile, ProfileChoice
 
 # Imported by the server before any fork, besides the modules the session's cases require (their
 # ``requires``): what every case uses. Modules that are not safe to fork after import are never
@@ -46,8 +47,7 @@ if TYPE_CHECKING:
 CORE_PRELOAD = (
     "numpy",
     "PIL.Image",
-    "pytest",
-    "imgbench.harness.measure",
+    "imgbench.measure.rounds",
     "imgbench.stages",
     "imgbench.readers.cases",
     "imgbench.readers.verify",
@@ -58,37 +58,26 @@ CORE_PRELOAD = (
 FORK_UNSAFE = frozenset({"pyvips"})
 HASH_SEED = "0"
 _DATASETS: dict[str, Any] = {}  # loaded by the server before any fork (0.5 s each, not per case)
-# overrides the profile's ``worker_imports`` where no option does (profile | selected)
-WORKER_IMPORTS_ENV = "IMGBENCH_WORKER_IMPORTS"
-WORKER_IMPORTS = ("profile", "selected")
 CASE_TIMEOUT_S = 3600.0  # a case that has not finished by then is killed with its worker
 _HEADER = struct.Struct("!I")
 
 
 @dataclass(frozen=True)
 class WorkerJob:
-    """What a worker needs to rebuild and measure one case: names and paths, nothing open."""
+    """What a worker needs to rebuild and measure one case: names, paths and the session's
+    settings, nothing open."""
 
-    profile: str
-    secondary: bool
-    allocator_session: bool
-    allocator: str
+    settings: Settings
+    profile: ProfileChoice  # the worker plans the case from it, as the runner did
     dataset: str
-    max_images: int
     stage: str
     case_id: str
-    rounds: int
-    warmup_rounds: int
-    min_round_s: float
-    host_gate: HostGate  # its reference carries the session's fastest probe so far
     scratch: str
     result_path: str
-    measure: str = "wall"  # or "instructions": the server runs under callgrind
-    min_case_s: float = 0.0  # timed rounds add up to at least this (imgbench.harness.measure)
+    host_reference_s: float = math.inf  # the session's fastest host probe so far
     # a case measured in several processes: this one's bytes of heap held before anything else
     # (its own layout), and the first process's passes per round (so that rounds pool)
     heap_offset: int = 0
-    worker_imports: str = "selected"  # what the server imported: profile | selected
     round_repeats: int | None = None
     # handles of the session services the case needs (started by the runner, picklable)
     services: Mapping[str, Any] = field(default_factory=dict)
@@ -115,63 +104,49 @@ def scratch_files(scratch: Path) -> set[str]:
 # -- the worker side -------------------------------------------------------------------------------
 def run_job(job: WorkerJob) -> WorkerOutcome:
     """In the forked child: rebuild the case from its id, measure it, report what happened."""
-    import pytest
-
     from imgbench.datasets import load_dataset
-    from imgbench.harness.allocator import current
-    from imgbench.harness.case import with_allocator
-    from imgbench.harness.context import CaseContext
-    from imgbench.harness.layout import current as current_layout
-    from imgbench.harness.measure import run_case
-    from imgbench.profiles import get_profile
-    from imgbench.stages import stage_cases
+    from imgbench.measure.allocator import current
+    from imgbench.measure.context import CaseContext
+    from imgbench.measure.layout import current as current_layout
+    from imgbench.measure.rounds import run_case
+    from imgbench.stages import session_cases
 
+    settings = job.settings
     try:
-        profile = get_profile(job.profile)
-        if job.secondary:
-            profile = profile.on_extra_dataset()
-        if job.allocator_session:
-            profile = profile.in_allocator_session()
-        planned = stage_cases(job.stage, profile)
-        if job.allocator_session:
-            planned = with_allocator(planned, job.allocator)
-        cases = {c.case_id: c for c in planned}
+        cases = {c.case_id: c for c in session_cases(job.stage, job.profile, settings)}
         case = cases.get(job.case_id)
         if case is None:
             return WorkerOutcome("failed", f"the worker does not plan {job.case_id}")
         ctx = CaseContext(
             dataset=_DATASETS.get(job.dataset) or load_dataset(job.dataset),
-            profile=profile,
-            max_images=job.max_images,
-            measure=job.measure,
+            settings=settings,
+            plans=job.profile.resolve().plans,
             services=dict(job.services),
             _scratch=Path(job.scratch),
         )
+        gate = settings.host_gate()
+        gate.reference_s = job.host_reference_s
         before = scratch_files(Path(job.scratch))
         measurement = run_case(
             case,
             ctx,
-            job.rounds,
-            job.warmup_rounds,
-            job.min_round_s,
-            job.host_gate,
+            gate,
             instructions_dir=(
-                Path(job.scratch) / "callgrind" if job.measure == "instructions" else None
+                Path(job.scratch) / "callgrind" if settings.measure == "instructions" else None
             ),
-            min_case_s=job.min_case_s,
             fixed_repeats=job.round_repeats,
         )
-    except pytest.skip.Exception as exc:
-        return WorkerOutcome("skipped", str(exc.msg))
-    except pytest.fail.Exception as exc:
-        return WorkerOutcome("failed", str(exc.msg))
+    except Skip as exc:
+        return WorkerOutcome("skipped", exc.reason)
+    except CaseFailed as exc:
+        return WorkerOutcome("failed", exc.reason)
     except Exception as exc:
         return WorkerOutcome("failed", one_line(exc))
     measurement.process_model = "worker"
     measurement.allocator = current()
     built = scratch_files(Path(job.scratch)) - before
     measurement.address_layout = current_layout()
-    measurement.worker_imports = job.worker_imports
+    measurement.worker_imports = settings.worker_imports
     return WorkerOutcome("ok", measurement=measurement, built=tuple(sorted(built)))
 
 
@@ -363,7 +338,7 @@ class WorkerServer:
         address_layout: str = "fixed",
     ) -> None:
         self.allocator = allocator
-        self.address_layout = address_layout  # imgbench.harness.layout; not under callgrind
+        self.address_layout = address_layout  # imgbench.measure.layout; not under callgrind
         self.dataset = dataset
         self.preload = preload  # modules the session's cases require
         self.callgrind_dir = callgrind_dir  # set: the server runs under callgrind, counting
@@ -380,7 +355,7 @@ class WorkerServer:
             env.pop("PYTEST_CURRENT_TEST", None)
             prefix: list[str] = []
             if self.callgrind_dir is not None:
-                from imgbench.harness.instructions import counted_tunables, valgrind_command
+                from imgbench.measure.instructions import counted_tunables, valgrind_command
 
                 self.callgrind_dir.mkdir(parents=True, exist_ok=True)
                 prefix = valgrind_command(self.callgrind_dir)
@@ -393,7 +368,7 @@ class WorkerServer:
                     *prefix,
                     sys.executable,
                     "-c",
-                    "import sys; from imgbench.harness.worker import serve; "
+                    "import sys; from imgbench.measure.server import serve; "
                     "serve(sys.argv[1], tuple(filter(None, sys.argv[2].split(','))))",
                     self.dataset or "",
                     ",".join(self.preload),

@@ -13,7 +13,7 @@ from tests.conftest import run_pytest
 BENCH = """
 import os, signal
 import pytest
-from imgbench.harness.case import Case, Workload
+from imgbench.measure.case import Case, Workload
 
 
 def ok_prepare(ctx, case):
@@ -145,7 +145,7 @@ def test_missing_dataset_path_is_one_clear_line(tmp_path: Path) -> None:
 
 OTHER_ENV_BENCH = """
 import pytest
-from imgbench.harness.case import Case, Workload
+from imgbench.measure.case import Case, Workload
 
 
 def ok_prepare(ctx, case):

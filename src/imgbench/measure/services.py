@@ -22,9 +22,10 @@ stopped before it.
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Mapping
 from typing import Any, Protocol
+
+from imgbench.attrs import load_attr
 
 SERVICES: dict[str, str] = {
     "s3": "imgbench.objectstore.session:S3Service",
@@ -49,8 +50,7 @@ class Service(Protocol):
 def _load(name: str) -> Service:
     if name not in SERVICES:
         raise ValueError(f"unknown service {name!r}; known: {sorted(SERVICES)}")
-    module, attr = SERVICES[name].split(":")
-    service: Service = getattr(importlib.import_module(module), attr)()
+    service: Service = load_attr(SERVICES[name])()
     return service
 
 

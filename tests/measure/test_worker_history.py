@@ -15,18 +15,18 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from imgbench.harness.host import HostGate
-from imgbench.harness.measure import Measurement, pool
-from imgbench.harness.threads import current_settings
-from imgbench.harness.worker import (
+from imgbench.measure.host import HostGate
+from imgbench.measure.rounds import Measurement, pool
+from imgbench.measure.server import (
     WORKER_IMPORTS_ENV,
     JobInbox,
     WorkerJob,
     WorkerServer,
     _write_message,
 )
+from imgbench.measure.threads import current_settings
 from tests.conftest import run_pytest
-from tests.harness.test_worker import _run, probe_env  # noqa: F401  (a fixture)
+from tests.measure.test_worker import _run, probe_env  # noqa: F401  (a fixture)
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -172,7 +172,7 @@ def test_the_server_hands_jobs_on_without_unpickling_them(
 
 
 def _glibc():  # type: ignore[no-untyped-def]
-    from imgbench.harness.allocator import allocator
+    from imgbench.measure.allocator import allocator
 
     return allocator("glibc")
 

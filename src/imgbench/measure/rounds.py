@@ -15,7 +15,7 @@ changes every 0.2-5 s, so five 20 ms rounds saw one state and the next session a
 alone, 8-10 sessions: Parquet's byte read moved 7.5% (CV) with five 20 ms rounds and 4.1% with
 1 s of them, a 2-worker DataLoader 6.2% and 2.3%. Cold-cache rounds keep the profile's count.
 
-Every timed round is bracketed by host probes (:mod:`imgbench.harness.host`); rounds the host's
+Every timed round is bracketed by host probes (:mod:`imgbench.measure.host`); rounds the host's
 other tenants slowed are timed again, so both process models time rounds the same way and hand
 the kept ones to pytest-benchmark's table and JSON.
 """
@@ -31,14 +31,14 @@ from typing import Any
 
 import numpy as np
 
-from imgbench.harness.case import Case, Workload
-from imgbench.harness.context import CaseContext
-from imgbench.harness.host import HostGate
-from imgbench.harness.instructions import Counts, count_pass
-from imgbench.harness.knob import extra_work_for, with_extra_work
-from imgbench.harness.memory import peak_rss_bytes, reset_peak_rss
-from imgbench.harness.seeds import seed_everything
-from imgbench.harness.threads import ThreadSettings, current_settings, thread_limits
+from imgbench.measure.case import Case, Workload
+from imgbench.measure.context import CaseContext
+from imgbench.measure.host import HostGate
+from imgbench.measure.instructions import Counts, count_pass
+from imgbench.measure.knob import extra_work_for, with_extra_work
+from imgbench.measure.memory import peak_rss_bytes, reset_peak_rss
+from imgbench.measure.seeds import seed_everything
+from imgbench.measure.threads import ThreadSettings, current_settings, thread_limits
 
 
 @dataclass
@@ -67,12 +67,12 @@ class Measurement:
     page_faults_major_per_image: float | None = None
     process_model: str = "in-process"
     allocator: str | None = None
-    address_layout: str | None = None  # fixed | randomized (imgbench.harness.layout)
-    worker_imports: str | None = None  # profile | selected (imgbench.harness.worker)
+    address_layout: str | None = None  # fixed | randomized (imgbench.measure.layout)
+    worker_imports: str | None = None  # profile | selected (imgbench.measure.server)
     # one figure per worker process when a case is measured in several (``pool``): images/s of
     # that process's median round; empty for one process
     process_images_per_s: list[float] = field(default_factory=list)
-    # the host's state during each kept round (imgbench.harness.host): 1.0 = its quietest
+    # the host's state during each kept round (imgbench.measure.host): 1.0 = its quietest
     host_ratios: list[float] = field(default_factory=list)
     host_rounds_discarded: int = 0
     host_wait_s: float = 0.0
@@ -82,6 +82,8 @@ class Measurement:
     measure: str = "wall"
     instructions_per_image: float | None = None
     estimated_cycles_per_image: float | None = None
+    # row columns from the handles of the services the case used (e.g. the S3 endpoint)
+    columns: dict[str, Any] = field(default_factory=dict)
 
     def metrics(self) -> dict[str, Any]:
         row: dict[str, Any] = {
@@ -252,7 +254,7 @@ def _one_round(workload: Workload, gate: HostGate) -> tuple[float, list[float], 
 def timed_rounds(
     workload: Workload, rounds: int, gate: HostGate, min_case_s: float = 0.0
 ) -> Rounds:
-    """Time ``rounds`` rounds, re-timing those the host slowed (imgbench.harness.host), then
+    """Time ``rounds`` rounds, re-timing those the host slowed (imgbench.measure.host), then
     more quiet ones until the kept rounds add up to ``min_case_s``.
 
     Rounds run while the host was quiet are kept in time order; when the budget runs out first,
@@ -308,101 +310,41 @@ def _until_case_minimum(
             kept_s += timed[-1][0]
 
 
-def _extra_info(benchmark: Any, case: Case, images: int, nbytes: int, megapixels: float) -> None:
-    """What pytest-benchmark's JSON says about the case, however its rounds were timed."""
-    benchmark.extra_info.update(
-        {
-            "imgbench_case_id": case.case_id,
-            "imgbench_stage": case.stage,
-            "imgbench_library": case.library,
-            "imgbench_variant": case.variant,
-            "imgbench_params": dict(case.params),
-            "images_per_round": images,
-            "bytes_per_round": nbytes,
-            "megapixels_per_round": megapixels,
-        }
-    )
-
-
-def _hand_over(benchmark: Any, samples: list[float]) -> None:
-    """Give round times measured by imgbench (in a worker, or gated here) to pytest-benchmark,
-    so its table and JSON agree with the rows."""
-    stats = benchmark._make_stats(1)  # the only way to hand pytest-benchmark external durations
-    for seconds in samples:
-        stats.update(seconds)
-
-
-def record_samples(benchmark: Any, case: Case, measurement: Measurement) -> None:
-    """Hand a case's kept rounds to pytest-benchmark's table and JSON."""
-    _extra_info(
-        benchmark,
-        case,
-        measurement.images_per_round,
-        measurement.bytes_per_round,
-        measurement.megapixels_per_round,
-    )
-    benchmark.extra_info["imgbench_process_model"] = measurement.process_model
-    if measurement.instructions_per_image is not None:
-        benchmark.extra_info["instructions_per_image"] = measurement.instructions_per_image
-    if measurement.samples_s:  # a counted case has no timed rounds to hand over
-        _hand_over(benchmark, measurement.samples_s)
-
-
 def page_faults() -> tuple[int, int]:
     """(minor, major) page faults of this process so far."""
     usage = resource.getrusage(resource.RUSAGE_SELF)
     return usage.ru_minflt, usage.ru_majflt
 
 
-def measure(
-    benchmark: Any,
-    case: Case,
-    ctx: CaseContext,
-    rounds: int,
-    warmup_rounds: int,
-    min_round_s: float = 0.0,
-    gate: HostGate | None = None,
-    min_case_s: float = 0.0,
-) -> Measurement:
-    """Measure the case in this process, then hand its rounds to pytest-benchmark."""
-    measurement = run_case(
-        case, ctx, rounds, warmup_rounds, min_round_s, gate or HostGate(), min_case_s=min_case_s
-    )
-    record_samples(benchmark, case, measurement)
-    return measurement
-
-
 def run_case(
     case: Case,
     ctx: CaseContext,
-    rounds: int,
-    warmup_rounds: int,
-    min_round_s: float,
     gate: HostGate,
     instructions_dir: Path | None = None,
-    min_case_s: float = 0.0,
     fixed_repeats: int | None = None,
 ) -> Measurement:
-    """Prepare the case's workload (untimed), warm up, calibrate, then time ``rounds`` rounds
-    (or as many as last ``min_case_s``; cold-cache rounds keep ``rounds``).
+    """Prepare the case's workload (untimed), warm up, calibrate, then time the settings'
+    ``rounds`` rounds (or as many as last ``min_case_s``; cold-cache rounds keep ``rounds``).
 
     ``fixed_repeats`` replaces calibration: a case's later worker processes time rounds of the
     first one's length, so that their rounds pool (:func:`pool`).
 
     With ``instructions_dir`` (a process under callgrind) one pass over the items is counted
-    instead of timed (:mod:`imgbench.harness.instructions`).
+    instead of timed (:mod:`imgbench.measure.instructions`).
     """
+    settings = ctx.settings
+    rounds, warmup_rounds = settings.rounds, settings.warmup_rounds
     with thread_limits(case.threads):
         seed_everything()  # random augmentations draw the same parameters in every session
         workload = case.prepare(ctx, case)
         if not workload.items:
             raise ValueError(f"{case.case_id}: the workload has no items")
         injected = extra_work_for(case.case_id)
-        if injected:  # test-only (imgbench.harness.knob): the row says so
+        if injected:  # test-only (imgbench.measure.knob): the row says so
             workload.fn = with_extra_work(workload.fn, injected)
             workload.extra["injected_extra_work"] = injected
         try:
-            settings = current_settings()
+            threads = current_settings()
             warm_pass_s: list[float] = []
             # untimed, their latencies dropped; a counted pass always follows one (a first call's
             # lazy imports would otherwise be counted: +8.8% measured for Pillow)
@@ -415,10 +357,10 @@ def run_case(
                 and len(warm_pass_s) < MAX_BURSTY_WARM_PASSES
             ):  # a bursty workload warms up across several bursts before its rounds are sized
                 warm_pass_s.append(_untimed_round(workload))
-            min_round_s = max(min_round_s, workload.min_round_s)
+            min_round_s = max(settings.min_round_s, workload.min_round_s)
             if instructions_dir is not None:
                 counts = count_pass(workload, instructions_dir, case.case_id)
-                return _counted(case, workload, warmup_rounds, settings, counts)
+                return _counted(workload, warmup_rounds, threads, counts)
             repeats = (
                 calibrate(workload, warm_pass_s, min_round_s)
                 if fixed_repeats is None
@@ -427,7 +369,7 @@ def run_case(
             reset_peak_rss()
             minor0, major0 = page_faults()
             cold = workload.cache is not None and workload.cache.state == "cold"
-            case_s = 0.0 if cold else min_case_s
+            case_s = 0.0 if cold else settings.min_case_s
             timed = timed_rounds(workload, rounds, gate, case_s)
             minor1, major1 = page_faults()
             peak = peak_rss_bytes()
@@ -443,7 +385,7 @@ def run_case(
         megapixels_per_round=workload.megapixels_per_round,
         rounds=len(timed.samples_s),
         warmup_rounds=warmup_rounds,
-        threads=settings,
+        threads=threads,
         peak_rss_bytes=peak,
         cache_method=workload.cache.method if workload.cache else workload.cache_method,
         extra={**workload.extra, **(workload.cache.extra() if workload.cache else {})},
@@ -506,7 +448,7 @@ def pool(parts: list[Measurement]) -> Measurement:
 
 
 def _counted(
-    case: Case, workload: Workload, warmup_rounds: int, settings: ThreadSettings, counts: Counts
+    workload: Workload, warmup_rounds: int, threads: ThreadSettings, counts: Counts
 ) -> Measurement:
     """The measurement of a counted pass: instructions per image, no timed rounds."""
     images = max(1, workload.images_per_round)
@@ -518,7 +460,7 @@ def _counted(
         megapixels_per_round=workload.megapixels_per_round,
         rounds=0,
         warmup_rounds=warmup_rounds,
-        threads=settings,
+        threads=threads,
         peak_rss_bytes=peak_rss_bytes(),
         cache_method=workload.cache.method if workload.cache else workload.cache_method,
         extra={**workload.extra, **(workload.cache.extra() if workload.cache else {})},

@@ -1,4 +1,5 @@
-"""What a case's ``prepare`` may use: the dataset, the profile, and inputs built once per session.
+"""What a case's ``prepare`` may use: the dataset, the settings, the stage plans, and inputs
+built once per session.
 
 Everything a stage shares between its cases (encoded bytes, decoded arrays, reference decodes,
 built formats) lives here, keyed by what it depends on, and not in module globals: a session's
@@ -13,35 +14,55 @@ import itertools
 import os
 import pickle
 import shutil
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from imgbench.atomic import atomic_file
-from imgbench.profiles import Profile
+from imgbench.measure.settings import Settings, resolve
+from imgbench.plan import StagePlan
 
 _discarded = itertools.count()
 DISCARDED = ".discarded"  # inside the scratch folder: what cases set aside, removed at the end
 
 if TYPE_CHECKING:
     from imgbench.datasets import Dataset, ImageEntry
+    from imgbench.profiles import Profile
 
 T = TypeVar("T")
+P = TypeVar("P", bound=StagePlan)
 
 
 @dataclass
 class CaseContext:
     dataset: Dataset
-    profile: Profile
-    max_images: int
-    # "instructions": the case is counted under callgrind, where wall-time budgets (cutting
-    # inputs to fit a time) would make the counted work depend on the machine
-    measure: str = "wall"
-    # handles of the session services the current case needs (imgbench.harness.services)
+    settings: Settings
+    plans: Mapping[str, StagePlan] = field(default_factory=dict)  # stage name -> its plan
+    # handles of the session services the current case needs (imgbench.measure.services)
     services: dict[str, Any] = field(default_factory=dict)
     _shared: dict[Hashable, Any] = field(default_factory=dict, repr=False)
     _scratch: Path | None = field(default=None, repr=False)
+
+    @classmethod
+    def of(cls, dataset: Dataset, profile: Profile, **overrides: Any) -> CaseContext:
+        """A context for ``profile``'s plans and its settings with ``overrides``."""
+        return cls(dataset=dataset, settings=resolve(profile, overrides), plans=profile.plans)
+
+    @property
+    def max_images(self) -> int:
+        return self.settings.max_images
+
+    @property
+    def measure(self) -> str:
+        """ "instructions": the case is counted under callgrind, where wall-time budgets (cutting
+        inputs to fit a time) would make the counted work depend on the machine."""
+        return self.settings.measure
+
+    def plan(self, kind: type[P]) -> P:
+        """The session's plan for a stage; the stage's defaults when it has none."""
+        found = self.plans.get(kind.stage)
+        return found if isinstance(found, kind) else kind()
 
     def entries(self, codec: str | None = None, limit: int | None = None) -> list[ImageEntry]:
         """The first ``limit`` usable entries (of one codec if given), in manifest order."""
@@ -100,7 +121,7 @@ class CaseContext:
     def scratch_dir(self) -> Path:
         """This session's folder for built inputs, on the dataset's disk (never tmpfs)."""
         if self._scratch is None or not self._scratch.is_dir():
-            from imgbench.harness.scratch import make_scratch
+            from imgbench.measure.scratch import make_scratch
 
             self._scratch = make_scratch(Path(self.dataset.manifest.root))
             # a session that ends without close() (an error in pytest itself) still cleans up

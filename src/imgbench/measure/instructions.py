@@ -1,6 +1,6 @@
 """Instructions per image under valgrind's callgrind: a measure the host's neighbours cannot move.
 
-Wall time on this VM moves 1.3-1.85x with the host's other tenants (``imgbench.harness.host``);
+Wall time on this VM moves 1.3-1.85x with the host's other tenants (``imgbench.measure.host``);
 the instructions a decode executes do not: 8 separate processes decoding 20 JPEGs with Pillow
 agreed within 0.0045% (coefficient of variation), and 10% more work read as 1.09997.
 
@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from imgbench.harness.case import Case, Workload
+from imgbench.measure.case import Case, Workload
 
 VALGRIND_PACKAGE = "valgrind"  # Debian package (the Makefile's apt step installs it)
 OUT_PREFIX = "callgrind"

@@ -13,9 +13,9 @@ from typing import TYPE_CHECKING, Any
 from imgbench.library import missing_module, wrong_environment
 
 if TYPE_CHECKING:
-    from imgbench.harness.cache import CacheControl
-    from imgbench.harness.context import CaseContext
     from imgbench.library import LibrarySpec
+    from imgbench.measure.cache import CacheControl
+    from imgbench.measure.context import CaseContext
 
 
 @dataclass
@@ -65,7 +65,7 @@ class Case:
     dist: str | None = None  # distribution whose version the row records
     environment: str = "main"
     check: Callable[[], str | None] | None = None  # returns a skip reason, or None
-    # session services the case needs (imgbench.harness.services), e.g. ("s3",)
+    # session services the case needs (imgbench.measure.services), e.g. ("s3",)
     services: tuple[str, ...] = ()
     # typed row columns the case fills that are not parameters (not part of its id)
     columns: Mapping[str, Any] = field(default_factory=dict)

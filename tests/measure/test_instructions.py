@@ -12,9 +12,9 @@ import pytest
 from typer.testing import CliRunner
 
 from imgbench.cli import app
-from imgbench.harness.case import Case, Workload
-from imgbench.harness.instructions import parse_dump, unsupported, valgrind_missing
-from imgbench.harness.knob import EXTRA_WORK_ENV, extra_work_for, with_extra_work
+from imgbench.measure.case import Case, Workload
+from imgbench.measure.instructions import parse_dump, unsupported, valgrind_missing
+from imgbench.measure.knob import EXTRA_WORK_ENV, extra_work_for, with_extra_work
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -149,8 +149,8 @@ def test_counts_repeat_and_the_gate_names_the_case_that_did_more_work(
 COUNTED_PASS = """
 import gc, sys
 from pathlib import Path
-from imgbench.harness.case import Workload
-from imgbench.harness.instructions import count_pass
+from imgbench.measure.case import Workload
+from imgbench.measure.instructions import count_pass
 
 seen = []
 workload = Workload(items=list(range(4)), fn=lambda item: seen.append(gc.isenabled()))
@@ -162,7 +162,7 @@ print(seen, gc.isenabled(), counts.instructions > 0)
 @pytest.mark.skipif(valgrind_missing() is not None, reason=str(valgrind_missing()))
 def test_the_counted_pass_runs_without_the_garbage_collector(tmp_path: Path) -> None:
     """A collection inside a short pass would count as the case's work (pytest-codspeed's rule)."""
-    from imgbench.harness.instructions import valgrind_command
+    from imgbench.measure.instructions import valgrind_command
 
     out = subprocess.run(
         [*valgrind_command(tmp_path), sys.executable, "-c", COUNTED_PASS, str(tmp_path)],
@@ -177,7 +177,7 @@ def test_the_counted_pass_runs_without_the_garbage_collector(tmp_path: Path) -> 
 
 def test_counted_processes_pin_glibc_copy_loops() -> None:
     """rep movsb is counted per byte and chosen by buffer distance: the counted server pins it off."""
-    from imgbench.harness.instructions import counted_tunables
+    from imgbench.measure.instructions import counted_tunables
 
     assert counted_tunables(None) == (
         "glibc.cpu.x86_rep_movsb_threshold=4294967295:glibc.cpu.x86_rep_stosb_threshold=4294967295"

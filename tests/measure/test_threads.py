@@ -9,7 +9,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from imgbench.formats import parquet as parquet_format
-from imgbench.harness.threads import thread_limits
+from imgbench.measure.threads import thread_limits
 
 
 def test_one_thread_pins_pyarrow_and_restores_it() -> None:

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from imgbench.harness.allocator import GLIBC_TUNED
+from imgbench.measure.allocator import GLIBC_TUNED
 
 PROBE = """
 import ctypes, sys
-from imgbench.harness.allocator import settle_glibc
+from imgbench.measure.allocator import settle_glibc
 settled = settle_glibc() if sys.argv[1] == "settle" else False
 libc = ctypes.CDLL(None)
 libc.malloc.restype = ctypes.c_void_p

@@ -9,14 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from imgbench.harness import layout
+from imgbench.measure import layout
 
 ROOT = Path(__file__).resolve().parents[2]
 
 # prints the layout the process reports, then where a fresh 1 MiB buffer (an mmap) and the heap
 # landed: addresses that the kernel draws anew per process unless randomisation is off
 CHILD = (
-    "import ctypes, sys; from imgbench.harness.layout import current, run_under; "
+    "import ctypes, sys; from imgbench.measure.layout import current, run_under; "
     "run_under(sys.argv[1]); buffer = ctypes.create_string_buffer(1 << 20); "
     "print(current(), ctypes.addressof(buffer), id(object()))"
 )

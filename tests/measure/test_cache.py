@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from imgbench.harness.cache import evict_and_check, resident_fraction, warm
+from imgbench.measure.cache import evict_and_check, resident_fraction, warm
 
 
 def _files(folder: Path, n: int = 4, size: int = 256 * 1024) -> list[Path]:

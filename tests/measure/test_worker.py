@@ -14,10 +14,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from imgbench.harness.allocator import GLIBC_TUNED, AllocatorUnavailableError, allocator
-from imgbench.harness.layout import ADDR_NO_RANDOMIZE
+from imgbench.measure.allocator import GLIBC_TUNED, AllocatorUnavailableError, allocator
+from imgbench.measure.layout import ADDR_NO_RANDOMIZE
 from tests.conftest import installed_package, run_pytest
-from tests.harness.test_layout import layout_can_be_fixed
+from tests.measure.test_layout import layout_can_be_fixed
 
 ROOT = Path(__file__).resolve().parents[2]
 

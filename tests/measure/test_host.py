@@ -6,9 +6,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from imgbench.harness.case import Workload
-from imgbench.harness.host import HostGate, probe_s
-from imgbench.harness.measure import MAX_ROUND_FACTOR, timed_rounds
+from imgbench.measure.case import Workload
+from imgbench.measure.host import HostGate, probe_s
+from imgbench.measure.rounds import MAX_ROUND_FACTOR, timed_rounds
 
 
 class ScriptedGate(HostGate):

@@ -1,0 +1,153 @@
+"""Result rows: the schema's empty row, then the run, the machine and the checkout, the case,
+its dataset and its measurement. The pytest plugin and ``imgbench profile`` both build their
+rows here, so a row says where and when it was measured the same way whichever command
+measured it."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from imgbench.machine import commit_info, dist_version, machine_info
+from imgbench.measure.case import Case
+from imgbench.measure.rounds import Measurement
+from imgbench.results.schema import empty_row
+
+if TYPE_CHECKING:
+    from imgbench.datasets import Dataset
+
+
+def new_run_id(name: str | None) -> str:
+    """``UTCSTAMP-NAME-RANDOM``: sorts by time, and names the parquet file of the run."""
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+    return f"{stamp}-{name or 'run'}-{uuid.uuid4().hex[:6]}"
+
+
+def row_header(run_id: str, run_name: str | None, run_group: str) -> dict[str, Any]:
+    """A row with every column, filled with the run, the machine and the git checkout."""
+    row = empty_row()
+    commit = commit_info()
+    row.update(machine_info().as_row())
+    row.update(
+        run_id=run_id,
+        run_name=run_name,
+        run_group=run_group,
+        created_utc=datetime.now(UTC),
+        git_commit=commit.commit,
+        git_branch=commit.branch,
+        git_dirty=commit.dirty,
+    )
+    return row
+
+
+def measurement_columns(measurement: Measurement) -> dict[str, Any]:
+    """The metrics of a measurement and the thread settings it ran under."""
+    columns = measurement.metrics()
+    if measurement.library_version:
+        columns["library_version"] = measurement.library_version
+    columns.update(
+        threads_opencv=measurement.threads.threads_opencv,
+        threads_torch=measurement.threads.threads_torch,
+        threads_blas=measurement.threads.threads_blas,
+        thread_env=measurement.threads.thread_env,
+        allocator_env=measurement.threads.allocator_env,
+    )
+    return columns
+
+
+def case_listing(test_id: str, case: Case) -> dict[str, Any]:
+    """What a row says about a case before it is measured (``--imgbench-list-cases``)."""
+    return {
+        "test_id": test_id,
+        "case_id": case.case_id,
+        "stage": case.stage,
+        "library": case.library,
+        "variant": case.variant,
+        "environment": case.environment,
+        "codec": case.params.get("codec"),
+        "mode": case.params.get("mode"),
+        "cache_state": case.params.get("cache_state"),
+        "threads": case.threads,
+        "workers": case.params.get("workers"),
+        "batch_size": case.params.get("batch_size"),
+        "params_json": json.dumps(dict(case.params), sort_keys=True, default=str),
+    }
+
+
+@dataclass(frozen=True)
+class RunHeader:
+    """Which run a row belongs to: its id, the name it was saved under, its group."""
+
+    run_id: str
+    run_name: str | None
+    run_group: str
+
+
+def case_row(
+    run: RunHeader,
+    listing: dict[str, Any],
+    case: Case,
+    outcome: Measurement | None,
+    status: str,
+    reason: str | None,
+    wall_s: float,
+    dataset: Dataset | str,
+    columns: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """One case's row: the run, the case, its dataset, and the measurement when it has one.
+
+    ``dataset`` is the loaded dataset, or only its name when the session never loaded it;
+    ``columns`` come from the handles of the services the case used."""
+    row = row_header(run.run_id, run.run_name, run.run_group)
+    row.update(listing)
+    row.update(
+        library_version=dist_version(case.dist) if case.dist else None,
+        status=status,
+        reason=reason,
+        wall_s=wall_s,
+    )
+    row.update(case.columns)
+    row.update(columns or {})
+    if isinstance(dataset, str):
+        row.update(dataset_name=dataset)
+    else:
+        row.update(
+            dataset_name=dataset.name,
+            dataset_fingerprint=dataset.fingerprint,
+            dataset_images=dataset.n_images,
+            dataset_mean_megapixels=dataset.mean_megapixels,
+            dataset_codec=dataset.codec,
+        )
+    if outcome is not None:
+        row.update(measurement_columns(outcome))
+        row["extra_json"] = json.dumps({"timer": outcome.timer, **outcome.extra}, default=str)
+    return row
+
+
+def summary_lines(rows: list[dict[str, Any]], dataset: Dataset | None, where: str) -> list[str]:
+    """What a session says at its end about its rows: the dataset, the counts, the reasons."""
+    counts: dict[str, int] = {}
+    for row in rows:
+        counts[row["status"]] = counts.get(row["status"], 0) + 1
+    lines = []
+    if dataset is not None:
+        bad = dataset.manifest.bad
+        lines.append(
+            f"dataset {dataset.name} ({dataset.fingerprint}): {dataset.n_images} images, "
+            f"{dataset.codec}, {dataset.mean_megapixels:.2f} MP mean; {len(bad)} files excluded"
+        )
+        lines += [f"  excluded {entry.path}: {entry.reason}" for entry in bad[:10]]
+        if len(bad) > 10:
+            lines.append(f"  ... and {len(bad) - 10} more (imgbench dataset scan)")
+    reasons: dict[str, int] = {}
+    for row in rows:
+        if row["status"] == "skipped":
+            reasons[row["reason"]] = reasons.get(row["reason"], 0) + 1
+    summary = ", ".join(f"{n} {status}" for status, n in sorted(counts.items()))
+    lines.append(f"imgbench results ({summary}): {where}")
+    lines += [f"  skipped x{n}: {r}" for r, n in sorted(reasons.items(), key=lambda kv: -kv[1])]
+    return lines
