@@ -1,7 +1,7 @@
 """The allocator as a dimension: the same case measured under several allocators, side by side.
 
 ``imgbench run --profile default`` measures a few reader, augmentation and loader cases again in
-"allocator sessions" (glibc-tuned, jemalloc, tcmalloc; ``imgbench.harness.allocator``). Their
+"allocator sessions" (glibc-tuned, jemalloc, tcmalloc; ``imgbench.measure.allocator``). Their
 rows carry ``"allocator": NAME`` in their parameters, so their ``case_id`` contains
 ``allocator=NAME``; the main session's rows have no such parameter. A case's rows under different
 allocators are matched on the ``case_id`` with that parameter removed (plus machine, dataset and
