@@ -12,7 +12,15 @@ import pytest
 
 from imgbench.measure.allocator import ALLOCATORS
 from imgbench.measure.layout import LAYOUTS
-from imgbench.measure.settings import MEASURES, PROCESS_MODELS, WORKER_IMPORTS, Settings, resolve
+from imgbench.measure.settings import (
+    FIELDS,
+    MEASURES,
+    PROCESS_MODELS,
+    WORKER_IMPORTS,
+    Settings,
+    parse_assignments,
+    resolve,
+)
 from imgbench.profiles import Profile
 
 
@@ -146,6 +154,13 @@ def add_options(parser: pytest.Parser) -> None:
     )
     for name, kwargs in _SESSION_OPTIONS.items():
         group.addoption(name, **kwargs)
+    group.addoption(
+        "--imgbench-set",
+        action="append",
+        metavar="NAME=VALUE",
+        help=f"any measuring control by its Settings name ({', '.join(FIELDS)}); repeatable; "
+        "the named options below win over it",
+    )
     for name, (kwargs, setting, _) in _SETTING_OPTIONS.items():
         group.addoption(
             name,
@@ -162,9 +177,11 @@ def _option(config: pytest.Config, flag: str) -> Any:
 
 
 def settings_from(config: pytest.Config, profile: Profile) -> Settings:
-    """The session's settings: the profile's, then ``$IMGBENCH_WORKER_IMPORTS``, then options."""
-    overrides = {
-        setting: convert(_option(config, flag)) if convert else _option(config, flag)
-        for flag, (_, setting, convert) in _SETTING_OPTIONS.items()
-    }
+    """The session's settings: the profile's, then ``$IMGBENCH_WORKER_IMPORTS``, then
+    ``--imgbench-set``, then the named options."""
+    overrides = parse_assignments(config.getoption("imgbench_set"))
+    for flag, (_, setting, convert) in _SETTING_OPTIONS.items():
+        value = _option(config, flag)
+        if value is not None:
+            overrides[setting] = convert(value) if convert else value
     return resolve(profile, overrides)

@@ -241,6 +241,7 @@ def pytest_runtest_makereport(
         wall_s=time.perf_counter() - item.stash.get(START_KEY, time.perf_counter()),
         dataset=ctx.dataset if ctx is not None else state.manager.dataset,
         columns=measured.columns if measured is not None else None,
+        settings=state.settings,
     )
     item.stash[RECORDED_KEY] = True
     state.record(row)

@@ -67,10 +67,11 @@ def test_full_adds_batch_128_and_default_threads_for_transforms() -> None:
 def ctx(tiny_dataset: Path) -> CaseContext:
     from imgbench import datasets
 
-    return CaseContext(
-        dataset=datasets.load_dataset(str(tiny_dataset)),
-        profile=get_profile("quick"),
-        max_images=get_profile("quick").plan(AugmentPlan).max_images,
+    quick = get_profile("quick")
+    return CaseContext.of(
+        datasets.load_dataset(str(tiny_dataset)),
+        quick,
+        max_images=quick.plan(AugmentPlan).max_images,
     )
 
 
@@ -125,6 +126,6 @@ def test_a_time_budget_cuts_timed_inputs_but_never_a_counted_pass(tiny_dataset: 
     dataset = datasets.load_dataset(str(tiny_dataset))
     sizes = {}
     for measure in ("wall", "instructions"):
-        ctx = CaseContext(dataset=dataset, profile=starved, max_images=8, measure=measure)
+        ctx = CaseContext.of(dataset, starved, max_images=8, measure=measure)
         sizes[measure] = prepare(ctx, case).images_per_round
     assert sizes == {"wall": 1, "instructions": 8}

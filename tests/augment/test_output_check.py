@@ -14,6 +14,7 @@ from imgbench.augment.plan import AugmentPlan
 from imgbench.augment.registry import get_library
 from imgbench.measure.case import Case, Workload, spec_case
 from imgbench.measure.context import CaseContext
+from imgbench.measure.errors import CaseFailed
 from imgbench.profiles import get_profile
 from tests.augment.broken_ops import LIBRARY as BROKEN
 
@@ -23,9 +24,9 @@ def ctx(tiny_dataset: Path) -> CaseContext:
     from imgbench import datasets
 
     profile = get_profile("quick")
-    return CaseContext(
-        dataset=datasets.load_dataset(str(tiny_dataset)),
-        profile=profile,
+    return CaseContext.of(
+        datasets.load_dataset(str(tiny_dataset)),
+        profile,
         max_images=profile.plan(AugmentPlan).max_images,
     )
 
@@ -48,7 +49,7 @@ def _case(key: str, transform: str | None = None, pipeline: str | None = None) -
 
 
 def _failure(ctx: CaseContext, case: Case) -> str:
-    with pytest.raises(pytest.fail.Exception) as failed:
+    with pytest.raises(CaseFailed) as failed:
         case.prepare(ctx, case)
     return str(failed.value)
 
@@ -95,7 +96,7 @@ def _prepared(ctx: CaseContext, key: str, **params: str) -> Workload:
 
 
 def test_healthy_cases_record_what_was_verified(ctx: CaseContext) -> None:
-    n = len(ctx.entries(limit=ctx.profile.plan(AugmentPlan).max_images))
+    n = len(ctx.entries(limit=ctx.plan(AugmentPlan).max_images))
     compared = _prepared(ctx, "opencv/numpy", transform="hflip").extra
     assert compared["verified_outputs"] == n
     assert compared["output_check"] == "pass (vs torchvision/v2-tensor)"

@@ -21,6 +21,7 @@ from imgbench.formats.cases import _prepare_read, _prepare_write
 from imgbench.formats.roundtrip import decode_check, difference, round_trip
 from imgbench.measure.case import Case, Workload, spec_case
 from imgbench.measure.context import CaseContext
+from imgbench.measure.errors import CaseFailed
 from imgbench.profiles import get_profile
 from tests.conftest import run_pytest
 from tests.formats.broken_format import SPEC as BROKEN
@@ -35,9 +36,7 @@ def ctx(photo_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Ite
 
     monkeypatch.setenv("IMGBENCH_FORMATS_DIR", str(tmp_path))
     monkeypatch.setattr(registry, "FORMATS", (*registry.FORMATS, BROKEN, WRONG_LABELS))
-    context = CaseContext(
-        dataset=load_dataset(str(photo_dir)), profile=get_profile("quick"), max_images=64
-    )
+    context = CaseContext.of(load_dataset(str(photo_dir)), get_profile("quick"), max_images=64)
     yield context
     context.close()
 
@@ -54,7 +53,7 @@ def _read_case(spec: FormatSpec, order: str = "sequential", payload: str = "byte
 
 
 def _failure(ctx: CaseContext, case: Case) -> str:
-    with pytest.raises(pytest.fail.Exception) as failed:
+    with pytest.raises(CaseFailed) as failed:
         case.prepare(ctx, case)
     return str(failed.value)
 
@@ -111,7 +110,7 @@ def test_the_write_case_reads_its_output_back_after_the_rounds(ctx: CaseContext)
     assert workload.before_round is not None and workload.close is not None
     workload.before_round()
     workload.fn(0)  # one round, as the harness would time it
-    with pytest.raises(pytest.fail.Exception, match=r"broken-sqlite: .*record 1 \("):
+    with pytest.raises(CaseFailed, match=r"broken-sqlite: .*record 1 \("):
         workload.close()
     assert workload.extra["verified_records"] == len(ctx.entries())
     # the write case's verdict came with the store it left: the read case fails on it

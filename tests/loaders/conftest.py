@@ -46,9 +46,7 @@ def photo_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def make_context(root: Path, profile: str = "quick", max_images: int = 16) -> CaseContext:
     from imgbench.datasets import load_dataset
 
-    return CaseContext(
-        dataset=load_dataset(str(root)), profile=get_profile(profile), max_images=max_images
-    )
+    return CaseContext.of(load_dataset(str(root)), get_profile(profile), max_images=max_images)
 
 
 @pytest.fixture

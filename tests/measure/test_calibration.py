@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
@@ -19,6 +20,7 @@ from imgbench.measure.rounds import (
     run_case,
     timed_rounds,
 )
+from imgbench.measure.settings import Settings
 from tests.conftest import run_pytest
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -179,7 +181,8 @@ def test_a_bursty_workload_warms_up_and_times_rounds_across_several_bursts() -> 
         return Workload(items=list(range(4)), fn=bursts, min_round_s=0.3)
 
     case = Case(stage="loader", library="toy", variant="bursts", prepare=prepare)  # type: ignore[arg-type]
-    m = run_case(case, None, rounds=3, warmup_rounds=1, min_round_s=0.02, gate=HostGate())  # type: ignore[arg-type]
+    ctx = SimpleNamespace(settings=Settings(rounds=3, warmup_rounds=1, min_round_s=0.02))
+    m = run_case(case, ctx, HostGate())  # type: ignore[arg-type]
     assert m.min_round_s == 0.3  # the workload's floor, above the profile's
     # warm-up of >= 0.3 s: ~15 passes, one gap every other pass, so ~20 ms a pass on average
     assert 10 <= m.round_repeats <= 30, m.round_repeats

@@ -162,6 +162,7 @@ def test_every_case_runs_in_a_fresh_process_with_the_recorded_environment(
         tiny_dataset,
         probe_env,
         "--imgbench-allocator=glibc-tuned",
+        "--imgbench-host-gate=1.3",  # every kept round says what the host was doing
         "-p",
         "late_env_plugin",
     )
@@ -254,6 +255,7 @@ def test_calibration_and_run_rows_agree_between_models(tmp_path: Path, tiny_data
                 f"--dataset={tiny_dataset}",
                 f"--imgbench-results={tmp_path / model}",
                 f"--imgbench-process={model}",
+                "--imgbench-host-gate=1.3",  # the gate's own check: on in both models
                 "-k",
                 "pillow and jpeg",
             ],

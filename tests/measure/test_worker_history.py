@@ -15,16 +15,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from imgbench.measure.host import HostGate
 from imgbench.measure.rounds import Measurement, pool
 from imgbench.measure.server import (
-    WORKER_IMPORTS_ENV,
     JobInbox,
     WorkerJob,
     WorkerServer,
     _write_message,
 )
+from imgbench.measure.settings import WORKER_IMPORTS_ENV, Settings
 from imgbench.measure.threads import current_settings
+from imgbench.profiles import ProfileChoice
 from tests.conftest import run_pytest
 from tests.measure.test_worker import _run, probe_env  # noqa: F401  (a fixture)
 
@@ -145,18 +145,11 @@ def test_the_server_hands_jobs_on_without_unpickling_them(
     try:
         for n in range(2):
             job = WorkerJob(
-                profile="quick",
-                secondary=False,
-                allocator_session=False,
-                allocator="glibc",
+                settings=Settings(max_images=4, rounds=1, warmup_rounds=0, min_round_s=0.0),
+                profile=ProfileChoice("quick"),
                 dataset=str(tiny_dataset),
-                max_images=4,
                 stage="read",
                 case_id="read/no-such-case",
-                rounds=1,
-                warmup_rounds=0,
-                min_round_s=0.0,
-                host_gate=HostGate(),
                 scratch=str(tmp_path),
                 result_path=str(tmp_path / f"result-{n}.pickle"),
                 services={"marker": _RecordsWhereItIsUnpickled(str(log))},

@@ -16,6 +16,7 @@ from imgbench.formats.s3 import (
     stored_bytes,
     upload_store,
 )
+from imgbench.measure.errors import CaseFailed
 from imgbench.objectstore.server import S3Endpoint, S3Server, free_ports
 from tests.objectstore.conftest import needs_weed
 
@@ -102,9 +103,9 @@ def test_a_case_fails_with_the_endpoint_fault_in_one_line(s3_server: S3Server) -
     case = SimpleNamespace(services=("s3",))
     for line, endpoint in faults.items():
         ctx = SimpleNamespace(service=lambda name, e=endpoint: S3Access(e, "a test server"))
-        with pytest.raises(pytest.fail.Exception) as info:
+        with pytest.raises(CaseFailed) as info:
             case_access(ctx, case)  # type: ignore[arg-type]
-        assert str(info.value.msg).startswith(line)
-        assert "\n" not in str(info.value.msg)
+        assert str(info.value.reason).startswith(line)
+        assert "\n" not in str(info.value.reason)
     ok = SimpleNamespace(service=lambda name: S3Access(good, "ok"))
     assert case_access(ok, case).endpoint == good  # type: ignore[arg-type]

@@ -25,6 +25,7 @@ from pathlib import Path
 import psutil
 import pytest
 
+from imgbench.measure.errors import Skip
 from imgbench.objectstore import shaping
 from imgbench.objectstore.shaping import (
     SHAPES,
@@ -295,7 +296,7 @@ def test_without_privileges_bandwidth_is_skipped_with_the_reason(
     ):
         pass
     with (
-        pytest.raises(pytest.skip.Exception, match=r"rtt0ms-1gbit unavailable: .*needs root"),
+        pytest.raises(Skip, match=r"rtt0ms-1gbit unavailable: .*needs root"),
         shaped_or_skip(*line_server, network_shape(0, 1000)),
     ):
         pass

@@ -14,6 +14,7 @@ from PIL import Image
 from imgbench.measure.cache import resident_fraction
 from imgbench.measure.case import Case
 from imgbench.measure.context import CaseContext
+from imgbench.measure.errors import Skip
 from imgbench.profiles import get_profile
 from imgbench.readers.cases import reader_cases
 from imgbench.readers.pixels import to_rgb8
@@ -79,7 +80,7 @@ def _context(root: Path, profile: str = "default") -> CaseContext:
         dataset = types.SimpleNamespace(name=root.name, manifest=scan(root, use_cache=False))
     else:
         dataset = load_dataset(str(root))
-    return CaseContext(dataset=dataset, profile=get_profile(profile), max_images=16)
+    return CaseContext.of(dataset, get_profile(profile), max_images=16)
 
 
 @pytest.fixture(scope="module")
@@ -172,14 +173,14 @@ def test_cold_cache_on_tmpfs_is_skipped_with_the_reason(tmp_path: Path) -> None:
         (root / "a.png").write_bytes(photo_bytes("coffee", "png"))
         ctx = _context(root)
         case = _case("pillow", "open-convert", codec="png", mode="disk", cache_state="cold")
-        with pytest.raises(pytest.skip.Exception, match="cold cache impossible here"):
+        with pytest.raises(Skip, match="cold cache impossible here"):
             case.prepare(ctx, case)
 
 
 def test_no_images_of_the_codec_is_a_skip(photo_folder: Path) -> None:
     ctx = _context(photo_folder)
     case = _case("pillow", "open-convert", codec="webp", mode="memory", threads=1)
-    with pytest.raises(pytest.skip.Exception, match="has no webp images"):
+    with pytest.raises(Skip, match="has no webp images"):
         case.prepare(ctx, case)
 
 

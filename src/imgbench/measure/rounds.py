@@ -38,6 +38,7 @@ from imgbench.measure.instructions import Counts, count_pass
 from imgbench.measure.knob import extra_work_for, with_extra_work
 from imgbench.measure.memory import peak_rss_bytes, reset_peak_rss
 from imgbench.measure.seeds import seed_everything
+from imgbench.measure.settings import Settings
 from imgbench.measure.threads import ThreadSettings, current_settings, thread_limits
 
 
@@ -332,8 +333,6 @@ def run_case(
     With ``instructions_dir`` (a process under callgrind) one pass over the items is counted
     instead of timed (:mod:`imgbench.measure.instructions`).
     """
-    settings = ctx.settings
-    rounds, warmup_rounds = settings.rounds, settings.warmup_rounds
     with thread_limits(case.threads):
         seed_everything()  # random augmentations draw the same parameters in every session
         workload = case.prepare(ctx, case)
@@ -344,38 +343,59 @@ def run_case(
             workload.fn = with_extra_work(workload.fn, injected)
             workload.extra["injected_extra_work"] = injected
         try:
-            threads = current_settings()
-            warm_pass_s: list[float] = []
-            # untimed, their latencies dropped; a counted pass always follows one (a first call's
-            # lazy imports would otherwise be counted: +8.8% measured for Pillow)
-            for _ in range(max(warmup_rounds, 1 if instructions_dir is not None else 0)):
-                warm_pass_s.append(_untimed_round(workload))
-            while (
-                instructions_dir is None
-                and workload.min_round_s > 0
-                and sum(warm_pass_s) < workload.min_round_s
-                and len(warm_pass_s) < MAX_BURSTY_WARM_PASSES
-            ):  # a bursty workload warms up across several bursts before its rounds are sized
-                warm_pass_s.append(_untimed_round(workload))
-            min_round_s = max(settings.min_round_s, workload.min_round_s)
-            if instructions_dir is not None:
-                counts = count_pass(workload, instructions_dir, case.case_id)
-                return _counted(workload, warmup_rounds, threads, counts)
-            repeats = (
-                calibrate(workload, warm_pass_s, min_round_s)
-                if fixed_repeats is None
-                else repeat_items(workload, fixed_repeats)
+            return time_workload(
+                workload,
+                ctx.settings,
+                gate,
+                instructions_dir=instructions_dir,
+                fixed_repeats=fixed_repeats,
+                label=case.case_id,
             )
-            reset_peak_rss()
-            minor0, major0 = page_faults()
-            cold = workload.cache is not None and workload.cache.state == "cold"
-            case_s = 0.0 if cold else settings.min_case_s
-            timed = timed_rounds(workload, rounds, gate, case_s)
-            minor1, major1 = page_faults()
-            peak = peak_rss_bytes()
         finally:
             if workload.close is not None:
                 workload.close()
+
+
+def time_workload(
+    workload: Workload,
+    settings: Settings,
+    gate: HostGate,
+    instructions_dir: Path | None = None,
+    fixed_repeats: int | None = None,
+    label: str = "workload",
+) -> Measurement:
+    """The rounds engine: warm up, calibrate, then time the settings' rounds of a prepared
+    workload (a case's, or a user's own loader in ``imgbench profile``); the caller closes it."""
+    rounds, warmup_rounds = settings.rounds, settings.warmup_rounds
+    threads = current_settings()
+    warm_pass_s: list[float] = []
+    # untimed, their latencies dropped; a counted pass always follows one (a first call's lazy
+    # imports would otherwise be counted: +8.8% measured for Pillow)
+    for _ in range(max(warmup_rounds, 1 if instructions_dir is not None else 0)):
+        warm_pass_s.append(_untimed_round(workload))
+    while (
+        instructions_dir is None
+        and workload.min_round_s > 0
+        and sum(warm_pass_s) < workload.min_round_s
+        and len(warm_pass_s) < MAX_BURSTY_WARM_PASSES
+    ):  # a bursty workload warms up across several bursts before its rounds are sized
+        warm_pass_s.append(_untimed_round(workload))
+    min_round_s = max(settings.min_round_s, workload.min_round_s)
+    if instructions_dir is not None:
+        counts = count_pass(workload, instructions_dir, label)
+        return _counted(workload, warmup_rounds, threads, counts)
+    repeats = (
+        calibrate(workload, warm_pass_s, min_round_s)
+        if fixed_repeats is None
+        else repeat_items(workload, fixed_repeats)
+    )
+    reset_peak_rss()
+    minor0, major0 = page_faults()
+    cold = workload.cache is not None and workload.cache.state == "cold"
+    case_s = 0.0 if cold else settings.min_case_s
+    timed = timed_rounds(workload, rounds, gate, case_s)
+    minor1, major1 = page_faults()
+    peak = peak_rss_bytes()
     images = max(1, workload.images_per_round * (len(timed.samples_s) + timed.discarded))
     return Measurement(
         samples_s=timed.samples_s,

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from imgbench.machine import commit_info, dist_version, machine_info
 from imgbench.measure.case import Case
 from imgbench.measure.rounds import Measurement
+from imgbench.measure.settings import FIELDS, Settings
 from imgbench.results.schema import empty_row
 
 if TYPE_CHECKING:
@@ -59,6 +60,13 @@ def measurement_columns(measurement: Measurement) -> dict[str, Any]:
     return columns
 
 
+def settings_columns(settings: Settings) -> dict[str, Any]:
+    """Every control of the settings, each in the schema column of its name (a control without
+    one is a bug that tests/measure/test_settings.py names). What the measurement recorded as
+    it ran (the kept rounds, the allocator in force) overwrites these in the row."""
+    return {name: getattr(settings, name) for name in FIELDS}
+
+
 def case_listing(test_id: str, case: Case) -> dict[str, Any]:
     """What a row says about a case before it is measured (``--imgbench-list-cases``)."""
     return {
@@ -97,11 +105,13 @@ def case_row(
     wall_s: float,
     dataset: Dataset | str,
     columns: Mapping[str, Any] | None = None,
+    settings: Settings | None = None,
 ) -> dict[str, Any]:
     """One case's row: the run, the case, its dataset, and the measurement when it has one.
 
     ``dataset`` is the loaded dataset, or only its name when the session never loaded it;
-    ``columns`` come from the handles of the services the case used."""
+    ``columns`` come from the handles of the services the case used; a measured row also
+    carries the session's ``settings`` (:func:`settings_columns`)."""
     row = row_header(run.run_id, run.run_name, run.run_group)
     row.update(listing)
     row.update(
@@ -123,6 +133,8 @@ def case_row(
             dataset_codec=dataset.codec,
         )
     if outcome is not None:
+        if settings is not None:
+            row.update(settings_columns(settings))
         row.update(measurement_columns(outcome))
         row["extra_json"] = json.dumps({"timer": outcome.timer, **outcome.extra}, default=str)
     return row

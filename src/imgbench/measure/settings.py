@@ -9,6 +9,7 @@ control is one field here, its use, and one schema column (docs/contributing.md)
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -16,11 +17,14 @@ from typing import Any, Literal
 
 from imgbench.measure.allocator import ALLOCATORS
 from imgbench.measure.host import HostGate
-from imgbench.measure.layout import LAYOUTS
+from imgbench.plan import override
 from imgbench.profiles import Profile
 
 # overrides the profile's ``worker_imports`` where no option does (profile | selected)
 WORKER_IMPORTS_ENV = "IMGBENCH_WORKER_IMPORTS"
+# any control, as space-separated NAME=VALUE, where no option says otherwise (every session a
+# process starts, e.g. the test suite's: host_max_ratio=0 for correctness sessions)
+SETTINGS_ENV = "IMGBENCH_SETTINGS"
 WORKER_IMPORTS = ("profile", "selected")
 PROCESS_MODELS = ("worker", "in-process")
 MEASURES = ("wall", "instructions")
@@ -62,13 +66,7 @@ class Settings:
 
 
 FIELDS = tuple(f.name for f in dataclasses.fields(Settings))
-_CHOICES: dict[str, tuple[str, ...]] = {
-    "process_model": PROCESS_MODELS,
-    "allocator": ALLOCATORS,
-    "address_layout": LAYOUTS,
-    "worker_imports": WORKER_IMPORTS,
-    "measure": MEASURES,
-}
+_CHOICES: dict[str, tuple[str, ...]] = {"allocator": ALLOCATORS}  # the others are Literal types
 
 
 def resolve(
@@ -76,25 +74,45 @@ def resolve(
     overrides: Mapping[str, Any] | None = None,
     environ: Mapping[str, str] | None = None,
 ) -> Settings:
-    """The profile's controls, then ``$IMGBENCH_WORKER_IMPORTS``, then ``overrides`` (a ``None``
-    value keeps what came before); checked, and made consistent (a count runs one process and
-    imports only the selected cases' modules: torch alone costs a minute under callgrind)."""
+    """The profile's controls, then ``$IMGBENCH_WORKER_IMPORTS``, then ``$IMGBENCH_SETTINGS``,
+    then ``overrides`` (a ``None`` value keeps what came before); each checked against its field's type, and made consistent
+    (a count runs one process and imports only the selected cases' modules: torch alone costs a
+    minute under callgrind)."""
     environ = os.environ if environ is None else environ
     values: dict[str, Any] = {f: getattr(profile, f) for f in FIELDS if hasattr(profile, f)}
-    if environ.get(WORKER_IMPORTS_ENV):
-        values["worker_imports"] = environ[WORKER_IMPORTS_ENV]
-    for name, value in (overrides or {}).items():
-        if name not in FIELDS:
-            raise SettingsError(f"unknown setting {name!r}; known: {', '.join(FIELDS)}")
-        if value is not None:
-            values[name] = value
+    if chosen := environ.get(WORKER_IMPORTS_ENV):
+        if chosen not in WORKER_IMPORTS:
+            raise SettingsError(
+                f"{WORKER_IMPORTS_ENV}={chosen!r}; known: {', '.join(WORKER_IMPORTS)}"
+            )
+        values["worker_imports"] = chosen
+    values.update(parse_assignments(environ.get(SETTINGS_ENV, "").split()))
+    values.update({k: v for k, v in (overrides or {}).items() if v is not None})
+    try:
+        settings: Settings = override(Settings(), values, "settings")
+    except ValueError as exc:
+        raise SettingsError(str(exc)) from None
     for name, choices in _CHOICES.items():
-        if name in values and values[name] not in choices:
-            where = f" ({WORKER_IMPORTS_ENV})" if name == "worker_imports" else ""
-            raise SettingsError(f"{name}={values[name]!r}{where}; known: {', '.join(choices)}")
+        if getattr(settings, name) not in choices:
+            raise SettingsError(f"{name}={getattr(settings, name)!r}; known: {', '.join(choices)}")
     for name in ("rounds", "max_images", "processes"):
-        if name in values and int(values[name]) < 1:
-            raise SettingsError(f"{name}={values[name]!r}: at least 1")
-    if values.get("measure") == "instructions":
-        values.update(worker_imports="selected", processes=1)
-    return Settings(**values)
+        if getattr(settings, name) < 1:
+            raise SettingsError(f"{name}={getattr(settings, name)!r}: at least 1")
+    if settings.measure == "instructions":
+        settings = dataclasses.replace(settings, worker_imports="selected", processes=1)
+    return settings
+
+
+def parse_assignments(assignments: list[str] | None) -> dict[str, Any]:
+    """``NAME=VALUE`` strings (``--imgbench-set``) as overrides: a VALUE that reads as JSON (a
+    number, true/false, a list) is that, anything else a string; ``resolve`` checks each."""
+    parsed: dict[str, Any] = {}
+    for text in assignments or []:
+        name, sep, value = text.partition("=")
+        if not sep or not name:
+            raise SettingsError(f"{text!r}: expected NAME=VALUE, NAME one of {', '.join(FIELDS)}")
+        try:
+            parsed[name.strip()] = json.loads(value)
+        except ValueError:
+            parsed[name.strip()] = value
+    return parsed

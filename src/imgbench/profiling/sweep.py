@@ -34,10 +34,11 @@ from imgbench.loaders.base import clock
 from imgbench.loaders.run import LoaderRun
 from imgbench.machine import dist_version
 from imgbench.measure.allocator import current as current_allocator
+from imgbench.measure.case import Workload
 from imgbench.measure.memory import peak_rss_bytes, reset_peak_rss
-from imgbench.measure.rounds import Measurement
+from imgbench.measure.rounds import Measurement, time_workload
 from imgbench.measure.rows import measurement_columns, new_run_id, row_header
-from imgbench.measure.threads import current_settings
+from imgbench.measure.settings import Settings
 from imgbench.profiling.attribution import attribute
 from imgbench.profiling.flame import write_flame_graph
 from imgbench.profiling.loader import UserLoader, batch_parts, failed_index, images_in
@@ -207,8 +208,6 @@ def measure_configuration(
     reason: str | None = None
     try:
         run.start()
-        for _ in range(per_round):  # warm-up: the loader's own, untimed
-            run.step()
         measurement = _throughput(run, settings.seconds, per_round, batch)
         extra.update(_au(run, settings))
         if isinstance(loader, UserLoader):  # tf.data: no stacks (attribution_reason)
@@ -229,39 +228,24 @@ def measure_configuration(
     return Configuration(workers, False, status, reason, images_per_s, extra, {}, measurement)
 
 
+# A user's loader through the rounds engine: rounds of ``per_round`` batches, warmed up across
+# one round, calibrated to at least 20 ms, timed until they add up to the throughput phase's
+# seconds (the engine's case floor), host-gated like every case of a bench session.
+_ROUNDS = 3  # the fewest rounds; ``seconds`` of rounds is the real floor
+
+
 def _throughput(run: LoaderRun, seconds: float, per_round: int, batch: int) -> Measurement:
-    """Rounds of ``per_round`` batches for ``seconds``; each round's time is scaled to a full
-    round of ``per_round x batch`` images (an epoch's last batch may be smaller)."""
-    samples: list[float] = []
-    latencies: list[float] = []
-    begin = round_start = clock()
-    images = batches = 0
-    while True:
-        start = clock()
-        images += run.step()
-        latencies.append(clock() - start)
-        batches += 1
-        if batches == per_round:
-            samples.append((clock() - round_start) * per_round * batch / max(images, 1))
-            images = batches = 0
-            round_start = clock()
-            if clock() - begin >= seconds:
-                break
+    """The loader's steady state, timed by the same engine as every bench case: a round is
+    ``per_round`` batches of ``batch`` images (an epoch's last, smaller batch counts whole)."""
+    settings = Settings(rounds=_ROUNDS, warmup_rounds=1, min_case_s=seconds)
+    workload = Workload(items=[None] * per_round, fn=lambda _: run.step(), images_per_item=batch)
+    begin = clock()
+    measurement = time_workload(workload, settings, settings.host_gate(), label="profile")
     run.extra["phase_s"]["throughput"] = round(clock() - begin, 3)
-    return Measurement(
-        samples_s=samples,
-        latencies_s=np.asarray(latencies),
-        images_per_round=per_round * batch,
-        bytes_per_round=0,
-        megapixels_per_round=0.0,
-        rounds=len(samples),
-        warmup_rounds=1,
-        threads=current_settings(),
-        peak_rss_bytes=0,
-        cache_method="n/a: the user's pipeline reads as it reads",
-        process_model="in-process",
-        allocator=current_allocator(),
-    )
+    measurement.cache_method = "n/a: the user's pipeline reads as it reads"
+    measurement.process_model = "in-process"
+    measurement.allocator = current_allocator()
+    return measurement
 
 
 def _au(run: LoaderRun, settings: ProfileSettings) -> dict[str, Any]:

@@ -188,6 +188,8 @@ _FIELDS: list[tuple[str, pa.DataType, str]] = [
         pa.float64(),
         "the gate: rounds above this host ratio were re-timed; 0 = off",
     ),
+    ("host_budget_s", pa.float64(), "seconds a case may spend waiting for quiet and re-timing"),
+    ("max_images", pa.int32(), "the session's images per round (per codec) before calibration"),
     # work per round
     ("images_per_round", pa.int64(), "images each timed call processed"),
     ("bytes_per_round", pa.int64(), "input bytes each timed call processed"),
