@@ -64,7 +64,7 @@ test: setup $(TF_ENV) mosaic-env-or-skip
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	scripts/typecheck.sh $(VENV)/bin/mypy
-	$(VENV)/bin/pytest tests/ -p no:cacheprovider --durations=25
+	$(VENV)/bin/pytest tests/ -p no:cacheprovider --durations=25 --timeout=900
 
 format: setup
 	$(VENV)/bin/ruff format .

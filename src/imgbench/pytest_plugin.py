@@ -224,6 +224,8 @@ def pytest_runtest_makereport(
     measurement = measured if isinstance(measured, Measurement) else None
     if report.skipped:
         status, reason = "skipped", _skip_reason(report)
+    elif isinstance(measured, Failed):
+        status, reason = "failed", measured.reason
     elif report.failed:
         status, reason = "failed", one_line(call.excinfo.value) if call.excinfo else "failed"
     elif measurement is None:

@@ -12,6 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
@@ -84,19 +85,46 @@ def _ci_instructions(repo: Path, dataset: Path, work: Path, base: str, head: str
     )
 
 
+def _counted_rows(results: Path) -> pd.DataFrame:
+    frames = [pd.read_parquet(path) for path in sorted(results.glob("*.parquet"))]
+    return pd.concat(frames).set_index("library")
+
+
 @pytest.mark.skipif(valgrind_missing() is not None, reason=str(valgrind_missing()))
 def test_ci_counts_instructions_and_names_the_case_that_did_more_work(
     knob_repo: Path, tiny_dataset: Path, tmp_path: Path
 ) -> None:
-    found = _ci_instructions(knob_repo, tiny_dataset, tmp_path / "ab", "HEAD~1", "HEAD")
+    """One A/B pair of counted sessions (two callgrind runs) checks the counts, the gate and
+    the A/A' property: OpenCV's code is the same on both sides, in two checkouts and two
+    processes, and its count must be the same."""
+    work = tmp_path / "ab"
+    found = _ci_instructions(knob_repo, tiny_dataset, work, "HEAD~1", "HEAD")
     assert found.exit_code == 1, found.output
-    markdown = (tmp_path / "ab" / "ci.md").read_text()
+    markdown = (work / "ci.md").read_text()
     changes = markdown.split("### Changes")[1].split("###")[0]
     assert "read/pillow/open-convert" in changes and "instructions" in changes
     assert "read/opencv" not in changes
-    # the same commit in two checkouts (A/A'): nothing to report
-    same = _ci_instructions(knob_repo, tiny_dataset, tmp_path / "aa", "HEAD~1", "HEAD~1")
-    assert same.exit_code == 0, same.output
+
+    base, head = _counted_rows(work / "results-base"), _counted_rows(work / "results-head")
+    for rows in (base, head):
+        assert set(rows["status"]) == {"ok"} and set(rows["measure"]) == {"instructions"}
+        assert rows["images_per_s_median"].isna().all()  # no timed rounds, no throughput
+        assert (rows["instructions_per_image"] > 10_000).all()
+        assert (rows["estimated_cycles_per_image"] >= rows["instructions_per_image"]).all()
+    # A/A': the same code in another checkout and process counts the same
+    assert head.loc["opencv", "instructions_per_image"] == pytest.approx(
+        base.loc["opencv", "instructions_per_image"], rel=0.002
+    )
+    ratio = (
+        head.loc["pillow", "instructions_per_image"] / base.loc["pillow", "instructions_per_image"]
+    )
+    assert 1.2 < ratio < 1.35  # two more decodes of eight (the 4th and 8th: larger images)
+    assert '"injected_extra_work": 0.25' in head.loc["pillow", "extra_json"]
+    # a side compared with itself: nothing to report
+    same = CliRunner().invoke(
+        app, ["compare", str(work / "results-base"), str(work / "results-base")]
+    )
+    assert same.exit_code == 0, same.output[-2000:]
 
 
 def test_ci_finds_the_slowed_reader_and_keeps_an_unpowered_wall_verdict_advisory(

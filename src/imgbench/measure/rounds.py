@@ -343,7 +343,7 @@ def run_case(
             workload.fn = with_extra_work(workload.fn, injected)
             workload.extra["injected_extra_work"] = injected
         try:
-            return time_workload(
+            measurement = time_workload(
                 workload,
                 ctx.settings,
                 gate,
@@ -354,6 +354,13 @@ def run_case(
         finally:
             if workload.close is not None:
                 workload.close()
+    # what ``close`` found (a write case reads its output back after the rounds) goes in too
+    measurement.extra = _extra(workload)
+    return measurement
+
+
+def _extra(workload: Workload) -> dict[str, Any]:
+    return {**workload.extra, **(workload.cache.extra() if workload.cache else {})}
 
 
 def time_workload(
@@ -408,7 +415,7 @@ def time_workload(
         threads=threads,
         peak_rss_bytes=peak,
         cache_method=workload.cache.method if workload.cache else workload.cache_method,
-        extra={**workload.extra, **(workload.cache.extra() if workload.cache else {})},
+        extra=_extra(workload),
         timer="reported by the tool" if workload.self_timed else "perf_counter",
         library_version=workload.library_version,
         round_repeats=repeats,
@@ -483,7 +490,7 @@ def _counted(
         threads=threads,
         peak_rss_bytes=peak_rss_bytes(),
         cache_method=workload.cache.method if workload.cache else workload.cache_method,
-        extra={**workload.extra, **(workload.cache.extra() if workload.cache else {})},
+        extra=_extra(workload),
         timer="callgrind instructions",
         library_version=workload.library_version,
         measure="instructions",
