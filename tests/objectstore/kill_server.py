@@ -18,7 +18,7 @@ def pytest_runtest_teardown(item: pytest.Item) -> None:
     s3_rows = [r for r in state.rows if r.get("storage") == "s3"]
     if KILLED or len(s3_rows) < AFTER:
         return
-    service = state.services._started.get("s3")
+    service = state.manager.services._started.get("s3")
     server = service.owner.server if service is not None else None
     if server is None:
         return
