@@ -64,7 +64,10 @@ test: setup $(TF_ENV) mosaic-env-or-skip
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	scripts/typecheck.sh $(VENV)/bin/mypy
-	$(VENV)/bin/pytest tests/ -p no:cacheprovider --durations=25 --timeout=900
+	@# two phases: the tests that may share the CPU on two pytest-xdist workers (one module per
+	@# worker), then the serial ones alone (timing-sensitive, or starting servers: tests/conftest.py)
+	$(VENV)/bin/pytest tests/ -p no:cacheprovider --durations=25 --timeout=900 -m "not serial" -n 2 --dist loadfile
+	$(VENV)/bin/pytest tests/ -p no:cacheprovider --durations=15 --timeout=900 -m serial
 
 format: setup
 	$(VENV)/bin/ruff format .

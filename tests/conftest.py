@@ -21,6 +21,33 @@ os.environ.setdefault(WORKER_IMPORTS_ENV, "selected")
 # Correctness sessions keep every round: the host gate re-times rounds a busy host slowed (up to
 # its budget per case), which checks nothing here. Its own tests turn it on with the option.
 os.environ.setdefault(SETTINGS_ENV, "host_max_ratio=0")
+# The sessions the tests start are a user's sessions, not pytest-xdist workers: pytest-benchmark
+# reads this variable and warns and skips its JSON in a worker (`make test` runs with -n 2).
+for _name in ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT", "PYTEST_XDIST_TESTRUNUID"):
+    os.environ.pop(_name, None)
+os.environ.setdefault("COLUMNS", "200")  # rich's tables: the same width in a worker and a terminal
+
+# Tests that must not share the CPU with other tests (`make test` runs them after the others,
+# alone): their assertions read timings (sampled shares of a profile, AU), or they start servers
+# (SeaweedFS, Ray nodes) whose start-up a busy 2-core machine pushes past its timeouts; measured
+# under `pytest -n 2`: attribution shares 0.07 -> 0.13 instead of 0.6 -> 0.9, SeaweedFS exiting
+# during start-up, Ray's socket paths past 107 bytes.
+SERIAL = (
+    "tests/profiling/",
+    "tests/cluster/",
+    "tests/objectstore/",
+    "tests/loaders/test_s3_loaders.py",
+    "tests/loaders/test_ray_data.py",
+    "tests/formats/test_mosaic_env.py",
+)
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        where = str(Path(str(item.fspath)).relative_to(ROOT))
+        if where.startswith(SERIAL):
+            item.add_marker(pytest.mark.serial)
 
 
 def write_photo_like(path: Path, size: tuple[int, int], seed: int, fmt: str = "JPEG") -> None:

@@ -81,6 +81,9 @@ class Profile:
     # the stages named in allocator_plans with those plans: the allocator as a dimension
     allocators: tuple[str, ...] = ()
     allocator_plans: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    # any other measuring control by its Settings name (imgbench.measure.settings), checked when
+    # a session resolves its settings: [tool.imgbench.profiles.NAME.settings] in pyproject.toml
+    settings: Mapping[str, Any] = field(default_factory=dict)
 
     def plan(self, kind: type[P]) -> P:
         """This profile's plan for a stage; the stage's defaults when the profile has none."""
@@ -433,7 +436,7 @@ def _apply(base: Profile, name: str, table: dict[str, Any]) -> Profile:
     where = f"[tool.imgbench.profiles.{name}]"
     top = {k: v for k, v in table.items() if k in _TOP_LEVEL}
     stage_names = set(PLANS)
-    unknown = sorted(set(table) - _TOP_LEVEL - stage_names - {"base"})
+    unknown = sorted(set(table) - _TOP_LEVEL - stage_names - {"base", "settings"})
     if unknown:
         raise ProfileError(
             f"{where}: unknown keys {unknown}; settings: {sorted(_TOP_LEVEL)}, "
@@ -448,4 +451,8 @@ def _apply(base: Profile, name: str, table: dict[str, Any]) -> Profile:
                 plans[stage] = override(current, table[stage], f"{where}.{stage}")
     except ValueError as exc:
         raise ProfileError(str(exc)) from None
-    return dataclasses.replace(profile, name=name, plans=plans)
+    controls = table.get("settings", {})
+    if not isinstance(controls, dict):
+        raise ProfileError(f"{where}.settings must be a table of NAME = VALUE")
+    settings = {**profile.settings, **controls}
+    return dataclasses.replace(profile, name=name, plans=plans, settings=settings)

@@ -100,3 +100,18 @@ def test_the_augment_budget_sees_the_sessions_rounds(tiny_dataset: Path) -> None
     many = prepare(CaseContext.of(dataset, profile, rounds=10**9, max_images=8), case)
     assert few.images_per_round == 8 and many.images_per_round == 1
     assert many.extra["items_cut_from"] == 8
+
+
+def test_a_profile_table_sets_any_control(tmp_path: Path) -> None:
+    pyproject = tmp_path / "pyproject.toml"
+    pyproject.write_text(
+        "[tool.imgbench.profiles.gated]\nbase = 'quick'\nrounds = 4\n"
+        "[tool.imgbench.profiles.gated.settings]\nhost_budget_s = 0.25\nmeasure = 'instructions'\n"
+    )
+    profile = get_profile("gated", pyproject)
+    settings = resolve(profile, environ={})
+    assert settings.rounds == 4 and settings.host_budget_s == 0.25
+    assert settings.measure == "instructions" and settings.processes == 1
+    pyproject.write_text("[tool.imgbench.profiles.bad.settings]\nroundz = 3\n")
+    with pytest.raises(SettingsError, match="unknown setting 'roundz'"):
+        resolve(get_profile("bad", pyproject), environ={})

@@ -74,12 +74,14 @@ def resolve(
     overrides: Mapping[str, Any] | None = None,
     environ: Mapping[str, str] | None = None,
 ) -> Settings:
-    """The profile's controls, then ``$IMGBENCH_WORKER_IMPORTS``, then ``$IMGBENCH_SETTINGS``,
+    """The profile's controls (its fields, then its ``settings`` table), then
+    ``$IMGBENCH_WORKER_IMPORTS``, then ``$IMGBENCH_SETTINGS``,
     then ``overrides`` (a ``None`` value keeps what came before); each checked against its field's type, and made consistent
     (a count runs one process and imports only the selected cases' modules: torch alone costs a
     minute under callgrind)."""
     environ = os.environ if environ is None else environ
     values: dict[str, Any] = {f: getattr(profile, f) for f in FIELDS if hasattr(profile, f)}
+    values.update(profile.settings)  # [tool.imgbench.profiles.NAME.settings]
     if chosen := environ.get(WORKER_IMPORTS_ENV):
         if chosen not in WORKER_IMPORTS:
             raise SettingsError(
