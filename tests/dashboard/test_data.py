@@ -68,7 +68,7 @@ def test_median_ci_order_statistics() -> None:
 
 
 def test_200k_rows_load_whole(tmp_path_factory: pytest.TempPathFactory) -> None:
-    """200k rows load with their metrics; the 2 s budget is scripts/dashboard_load_budget.py
+    """200k rows load with their metrics; the 2 s budget is lab/dashboard_load_budget.py
     (a speed target, not a unit test: other jobs on a 2-core box inflate wall time)."""
     folder = tmp_path_factory.mktemp("large")
     write_large(folder, 200_000)

@@ -1,4 +1,4 @@
-"""scripts/bench_datasets.py runs end to end at a tiny N (its figures are not asserted: speed
+"""lab/bench_datasets.py runs end to end at a tiny N (its figures are not asserted: speed
 targets live in the benchmark, not in unit tests)."""
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ def test_scale_benchmark_runs_and_reports_every_step(tmp_path: Path) -> None:
     proc = subprocess.run(
         [
             sys.executable,
-            str(REPO / "scripts" / "bench_datasets.py"),
+            str(REPO / "lab" / "bench_datasets.py"),
             *args,
             "--json",
             str(figures_file),

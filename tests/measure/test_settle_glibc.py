@@ -58,8 +58,8 @@ def test_tuned_glibc_is_left_alone() -> None:
 
 
 def test_fork_states_script_reports_every_child(tiny_dataset: Path) -> None:
-    """scripts/fork_states.py: two children per import set, unsettled and settled."""
-    script = Path(__file__).resolve().parents[2] / "scripts" / "fork_states.py"
+    """lab/fork_states.py: two children per import set, unsettled and settled."""
+    script = Path(__file__).resolve().parents[2] / "lab" / "fork_states.py"
     out = subprocess.run(
         [sys.executable, str(script), "--folder", str(tiny_dataset), "--imports", "", "json"],
         capture_output=True,

@@ -1,4 +1,4 @@
-"""scripts/stability.py compares each alone session with the suite session just before it."""
+"""lab/stability.py compares each alone session with the suite session just before it."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from types import ModuleType
 import pandas as pd
 import pytest
 
-SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "stability.py"
+SCRIPT = Path(__file__).resolve().parents[2] / "lab" / "stability.py"
 
 
 @pytest.fixture(scope="module")

@@ -6,7 +6,7 @@ Each worker takes chunks of image indices; for every chunk it composes the image
 times generating them (compose, encode, write the file: the generator's per-image steps, each
 timed; handing a file to the writer thread and the final wait for it count as writing) and
 encoding the kept images alone, in alternating order, so both figures share the moment, the core
-and the images. ``scripts/bench_datasets.py`` reports the ratio; no unit test times it.
+and the images. ``lab/bench_datasets.py`` reports the ratio; no unit test times it.
 """
 
 from __future__ import annotations

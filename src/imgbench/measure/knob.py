@@ -16,7 +16,7 @@ from typing import Any
 
 EXTRA_WORK_ENV = "IMGBENCH_TEST_EXTRA_WORK"
 # The same setting baked into a commit: how the gate's error rates are measured across two real
-# commits with `imgbench ci` (scripts/gate_error_rates.py); the environment variable wins.
+# commits with `imgbench ci` (lab/gate_error_rates.py); the environment variable wins.
 BUILTIN = ""
 
 

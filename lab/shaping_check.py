@@ -1,7 +1,7 @@
 """How close the network shapes come to what they claim, on this machine: a Markdown table.
 
-    sudo .venv/bin/python scripts/shaping_check.py            # all nine shapes, 3 repeats
-    .venv/bin/python scripts/shaping_check.py --shape rtt50ms-unlimited --repeats 5
+    sudo .venv/bin/python lab/shaping_check.py            # all nine shapes, 3 repeats
+    .venv/bin/python lab/shaping_check.py --shape rtt50ms-unlimited --repeats 5
 
 For each shape (and the relay alone, with no delay, in front of the unshaped server) it starts a
 small line server of its own on the loopback, opens ``imgbench.objectstore.shaping.shaped`` in

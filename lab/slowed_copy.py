@@ -1,13 +1,14 @@
 """A copy of a results file with one case's timed rounds made slower: a known regression to compare.
 
-    .venv/bin/python scripts/slowed_copy.py results/RUN.parquet --case 'format/lmdb/*read*' \
+    .venv/bin/python lab/slowed_copy.py results/RUN.parquet --case 'format/lmdb/*read*' \
         --factor 1.15 --out /tmp/slowed/RUN.parquet
     .venv/bin/imgbench compare results/RUN.parquet /tmp/slowed/RUN.parquet   # exits 1, names it
     .venv/bin/imgbench compare results/RUN.parquet results/RUN.parquet       # exits 0
 
 Every round of the first ok case matching ``--case`` (a glob) takes ``--factor`` times as long, its
 latencies too, and its throughput columns are divided by the factor; nothing else changes, so the
-copy is the same run with one case slowed by the round scatter it really had (issue 15's check).
+copy is the same run with one case slowed by the round scatter it really had (the single-file
+check in docs/regression.md).
 """
 
 from __future__ import annotations

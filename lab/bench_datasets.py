@@ -1,6 +1,6 @@
 """The scale benchmark of the dataset tools: generate N images, convert them, extrapolate to 1M.
 
-    .venv/bin/python scripts/bench_datasets.py --n 100000 --formats lmdb tar parquet
+    .venv/bin/python lab/bench_datasets.py --n 100000 --formats lmdb tar parquet
 
 1. The generator against its floor, in the same run: ``imgbench.datasets.encode_bound.measure``
    times the generator's per-image work and encoding the same images alone, chunk by chunk on

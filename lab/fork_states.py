@@ -1,10 +1,10 @@
 """Pillow's decode in forked children, by what their parent imported: the state a worker inherits.
 
-    .venv/bin/python scripts/fork_states.py --folder datasets/.cache/synthetic-small-* \
+    .venv/bin/python lab/fork_states.py --folder datasets/.cache/synthetic-small-* \
         --imports "" torch "pyarrow.parquet lmdb" "torch pyarrow.parquet lmdb"
 
 For each import set, a fresh parent (fixed address layout, as imgbench's worker server) imports
-the modules, optionally settles glibc's thresholds (``imgbench.harness.allocator.settle_glibc``),
+the modules, optionally settles glibc's thresholds (``imgbench.measure.allocator.settle_glibc``),
 then forks two children that decode the folder's first 16 JPEGs with Pillow (5 untimed passes,
 10 timed rounds of 4 passes) and print images/s, minor page faults per image and where the
 decoded array landed. The same child code runs in every parent: any difference is the state the
@@ -70,7 +70,7 @@ def parent(folder: str, modules: list[str], settle: bool) -> None:
         raise SystemExit(f"{folder}: no .jpg files")
     datas = [f.read_bytes() for f in files]
     if settle:
-        from imgbench.harness.allocator import settle_glibc
+        from imgbench.measure.allocator import settle_glibc
 
         settle_glibc()
     for _ in range(2):

@@ -8,8 +8,8 @@ path; the DataLoader over ``s3-tar`` and ``s3-objects`` at 0-4 workers with AU a
 its MDS cases in the ``mosaic`` environment where that is built (``make mosaic-env``; otherwise
 they are reported missing). Then prints two Markdown tables from the rows.
 
-    .venv/bin/python scripts/s3_figures.py --out /tmp/s3fig          # ~15 min on 2 cores
-    .venv/bin/python scripts/s3_figures.py --tables RESULTS.parquet ... # tables only
+    .venv/bin/python lab/s3_figures.py --out /tmp/s3fig          # ~15 min on 2 cores
+    .venv/bin/python lab/s3_figures.py --tables RESULTS.parquet ... # tables only
 
 A timing job: run it on a quiet machine, alone.
 """

@@ -1,12 +1,13 @@
 """The instruction gate's error rates, end to end with `imgbench ci` on two real commits.
 
-    .venv/bin/python scripts/gate_error_rates.py --fractions 0.10 --trials 1 --profile quick
+    .venv/bin/python lab/gate_error_rates.py --fractions 0.10 --trials 1 --profile quick
 
 makes a throw-away clone of this checkout, commits the test-only knob (``knob.BUILTIN``) so that
 one case does FRACTION more real work, and runs ``imgbench ci --measure instructions`` for
 A/A' (the base commit against itself, from two checkouts) and A/B (base against the knob commit).
 It prints, per trial: the exit code, the injected case's instruction ratio, the largest change of
-any other case, and the wall time of the whole `imgbench ci`. Figures go to docs/regression.md.
+any other case, and the wall time of the whole `imgbench ci`. Runs are logged in lab/journal.md;
+the error rates they support are in docs/regression.md.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ def _clone(into: Path) -> Path:
 
 
 def _commit_knob(repo: Path, setting: str) -> str:
-    knob = repo / "src/imgbench/harness/knob.py"
+    knob = repo / "src/imgbench/measure/knob.py"
     text = knob.read_text()
     start = text.index('BUILTIN = "')
     end = text.index('"', start + len('BUILTIN = "')) + 1

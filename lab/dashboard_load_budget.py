@@ -1,6 +1,6 @@
 """The dashboard's load budget: 200,000 result rows load in under 2 s (best of five cold loads).
 
-    .venv/bin/python scripts/dashboard_load_budget.py [--rows 200000] [--budget 2.0]
+    .venv/bin/python lab/dashboard_load_budget.py [--rows 200000] [--budget 2.0]
 
 A speed target, so a script (exit 1 when over budget), not a unit test: on a shared 2-core
 machine other jobs inflate wall time, and tests check correctness only

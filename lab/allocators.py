@@ -1,12 +1,12 @@
 """Pillow's decode of large photos under each allocator: imgbench's worker rows beside a plain loop.
 
-    .venv/bin/python scripts/allocators.py --sessions 2 --out /tmp/imgbench-allocators
+    .venv/bin/python lab/allocators.py --sessions 2 --out /tmp/imgbench-allocators
 
 Builds (once) a folder of 12 photo-like 2000x1500 JPEGs, then for each allocator setting runs
 the Pillow memory-decode case through pytest-benchmark in a worker process, ``--sessions`` times,
 and a plain loop of the same calls (``np.asarray(Image.open(BytesIO(data)))``: the reader's
 policy for an RGB JPEG, which ``convert("RGB")`` would copy once more; one thread) in a fresh
-process with the same environment and address layout (the profile's: ``imgbench.harness.layout``),
+process with the same environment and address layout (the profile's: ``imgbench.measure.layout``),
 once before each session. Prints images/s, the sessions' coefficient of variation, minor page
 faults per image, the ratio of the medians, and the median of the paired ratios (each loop, then
 its session: the host's drift between sessions cancels).
@@ -30,7 +30,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from imgbench.harness.allocator import (
+from imgbench.measure.allocator import (
     ALLOCATORS,
     AllocatorUnavailableError,
     allocator,
@@ -41,7 +41,7 @@ from imgbench.profiles import get_profile
 ROOT = Path(__file__).resolve().parents[1]
 LOOP = """
 import io, sys, time
-from imgbench.harness.layout import run_under
+from imgbench.measure.layout import run_under
 run_under(sys.argv[2])  # the worker server's layout: the same settings, not only the allocator
 from pathlib import Path
 import numpy as np
