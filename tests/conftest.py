@@ -12,6 +12,9 @@ import numpy as np
 import pytest
 from PIL import Image
 
+# rich reads the width when a console is made: the same in an xdist worker and a terminal
+os.environ.setdefault("COLUMNS", "200")
+
 from imgbench.measure.settings import SETTINGS_ENV, WORKER_IMPORTS_ENV
 
 # The sessions the tests start import only their selected cases' modules in the worker server:
@@ -25,21 +28,25 @@ os.environ.setdefault(SETTINGS_ENV, "host_max_ratio=0")
 # reads this variable and warns and skips its JSON in a worker (`make test` runs with -n 2).
 for _name in ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT", "PYTEST_XDIST_TESTRUNUID"):
     os.environ.pop(_name, None)
-os.environ.setdefault("COLUMNS", "200")  # rich's tables: the same width in a worker and a terminal
 
-# Tests that must not share the CPU with other tests (`make test` runs them after the others,
-# alone): their assertions read timings (sampled shares of a profile, AU), or they start servers
-# (SeaweedFS, Ray nodes) whose start-up a busy 2-core machine pushes past its timeouts; measured
-# under `pytest -n 2`: attribution shares 0.07 -> 0.13 instead of 0.6 -> 0.9, SeaweedFS exiting
-# during start-up, Ray's socket paths past 107 bytes.
-SERIAL = (
-    "tests/profiling/",
-    "tests/cluster/",
-    "tests/objectstore/",
-    "tests/loaders/test_s3_loaders.py",
-    "tests/loaders/test_ray_data.py",
-    "tests/formats/test_mosaic_env.py",
-)
+# Tests that must not share the CPU with other tests: their assertions read timings (sampled
+# shares of a profile, AU, the host gate's probes). `make test` runs them alone, after the others;
+# measured under `pytest -n 2`: attribution shares 0.07 -> 0.13 instead of 0.6 -> 0.9, and the
+# host gate's never-quiet test keeping a 2.0 ratio.
+SERIAL = ("tests/measure/test_host.py", "tests/profiling/")
+# Tests that start the same kind of server share one pytest-xdist worker, one module after the
+# other: two SeaweedFS servers started at once on two workers raced for their ports (one exited
+# during start-up), and Ray nodes compete for the same resources. Every other module is its own
+# group, so a module's fixtures (a bench session it reads) run once.
+SHARED_WORKER = {
+    "s3": (
+        "tests/objectstore/",
+        "tests/loaders/test_s3_loaders.py",
+        "tests/formats/test_mosaic_env.py",
+        "tests/cluster/",
+        "tests/loaders/test_ray_data.py",
+    ),
+}
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -48,6 +55,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         where = str(Path(str(item.fspath)).relative_to(ROOT))
         if where.startswith(SERIAL):
             item.add_marker(pytest.mark.serial)
+        group = next((g for g, paths in SHARED_WORKER.items() if where.startswith(paths)), where)
+        item.add_marker(pytest.mark.xdist_group(group))
 
 
 def write_photo_like(path: Path, size: tuple[int, int], seed: int, fmt: str = "JPEG") -> None:

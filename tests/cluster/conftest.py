@@ -8,6 +8,8 @@ at the end, and the test checks with psutil that none of their processes is left
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -87,12 +89,16 @@ def ray_cluster(
     tmp_path_factory: pytest.TempPathFactory, toy_env: dict[str, str]
 ) -> Iterator[LocalRayCluster]:
     pytest.importorskip("ray")
-    cluster = LocalRayCluster(tmp_path_factory.mktemp("ray"), env=toy_env)
+    # a short root: Ray's socket paths under it must stay within AF_UNIX's 107 bytes, which a
+    # pytest-xdist worker's basetemp (.../popen-gw1/ray0/ray/session_.../sockets/...) exceeds
+    root = Path(tempfile.mkdtemp(prefix="ray-", dir="/tmp"))
+    cluster = LocalRayCluster(root, env=toy_env)
     cluster.start()
     try:
         yield cluster
     finally:
         cluster.stop()
+        shutil.rmtree(root, ignore_errors=True)
     left = [p for p in cluster.processes() if _running(p)]
     assert left == [], f"Ray processes left: {[(p.pid, p.name()) for p in left]}"
 
