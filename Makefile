@@ -64,9 +64,9 @@ test: setup $(TF_ENV) mosaic-env-or-skip
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	scripts/typecheck.sh $(VENV)/bin/mypy
-	@# two phases: the tests that may share the CPU on two pytest-xdist workers (a module, or the
-	@# modules that start servers, per worker), then the timing-sensitive ones alone (tests/conftest.py)
-	$(VENV)/bin/pytest tests/ -p no:cacheprovider --durations=25 --timeout=900 -m "not serial" -n 2 --dist loadgroup
+	@# two phases: the tests that may share the CPU on two pytest-xdist workers (a module per worker,
+	@# so its fixtures run once), then the timing-sensitive ones alone (SERIAL in tests/conftest.py)
+	$(VENV)/bin/pytest tests/ -p no:cacheprovider --durations=25 --timeout=900 -m "not serial" -n 2 --dist loadfile
 	$(VENV)/bin/pytest tests/ -p no:cacheprovider --durations=15 --timeout=900 -m serial
 
 format: setup

@@ -11,6 +11,7 @@ import psutil
 import pytest
 
 from imgbench.objectstore.server import (
+    START_ATTEMPTS,
     EndpointError,
     S3Endpoint,
     S3Server,
@@ -112,10 +113,16 @@ def test_an_error_in_the_block_stops_the_server_and_leaves_nothing() -> None:
 
 def test_crash_during_start_up_is_a_clear_error(tmp_path: Path) -> None:
     fake = tmp_path / "weed"
-    fake.write_text("#!/bin/sh\necho 'F1123 fatal: cannot bind the master port' >&2\nexit 3\n")
+    starts = tmp_path / "starts"
+    fake.write_text(
+        f"#!/bin/sh\necho x >> {starts}\n"
+        "echo 'F1123 fatal: cannot bind the master port' >&2\nexit 3\n"
+    )
     fake.chmod(0o755)
     with pytest.raises(ServerStartError) as info:
         S3Server.start("abc", binary=str(fake), timeout_s=10)
+    # started again on new ports (a port taken between choosing and binding), then given up
+    assert len(starts.read_text().split()) == START_ATTEMPTS
     message = str(info.value)
     assert "exited with code 3 during start-up" in message
     assert "cannot bind the master port" in message

@@ -203,4 +203,5 @@ def convert(
         f"{report.bytes_on_disk / 1e6:,.1f} MB on disk ({ratio:.3f}x the source), "
         f"{len(report.left_out)} files skipped, peak RSS {peak_rss_bytes() / 2**20:,.0f} MiB",
         highlight=False,
+        soft_wrap=True,  # one line, whatever the terminal's width: a summary to read or grep
     )

@@ -219,6 +219,9 @@ def weed_missing() -> str | None:
     return f"S3 server: SeaweedFS `weed` is not installed ({INSTALL_HINT})"
 
 
+START_ATTEMPTS = 3  # a server that exits during start-up is started again on new ports
+
+
 def free_ports(count: int, host: str = "127.0.0.1") -> list[int]:
     """``count`` distinct ports free on ``host`` now (bound together, then released)."""
     sockets = []
@@ -285,6 +288,7 @@ class S3Server:
         data_dir: Path | None = None,
         timeout_s: float = START_TIMEOUT_S,
         binary: str | None = None,
+        _attempt: int = 1,
     ) -> S3Server:
         """Start a server and wait until it is ready (see the module's docstring); the caller
         must :meth:`stop` it (or use :func:`start_server`). Raises ServerUnavailableError when
@@ -332,6 +336,22 @@ class S3Server:
         server = cls(endpoint, process, folder, ports, binary, owns, log)
         try:
             server._wait_ready(timeout_s)
+        except ServerStartError:
+            exited = server.process.poll() is not None
+            server.stop()
+            if not (exited and _attempt < START_ATTEMPTS and data_dir is None):
+                raise
+            # its ports are chosen free, then released until it binds them: a process that took
+            # one in between (an outgoing connection's ephemeral port) makes it exit at start-up;
+            # measured under two busy pytest workers: SeaweedFS exiting with code 255
+            return cls.start(
+                bucket,
+                access_key=access_key,
+                secret_key=secret_key,
+                timeout_s=timeout_s,
+                binary=binary,
+                _attempt=_attempt + 1,
+            )
         except BaseException:
             server.stop()
             raise
