@@ -31,8 +31,7 @@ for _name in ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT", "PYTEST_XDIST_
 
 # Tests that must not share the CPU with other tests: their assertions read timings (sampled
 # shares of a profile, AU, the host gate's probes). `make test` runs them alone, after the others;
-# measured under `pytest -n 2`: attribution shares 0.07 -> 0.13 instead of 0.6 -> 0.9, and the
-# host gate's never-quiet test keeping a 2.0 ratio.
+# measured under `pytest -n 2`: attribution shares 0.07 -> 0.13 instead of 0.6 -> 0.9.
 SERIAL = ("tests/measure/test_host.py", "tests/profiling/")
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -40,3 +39,61 @@ ROOT = Path(__file__).resolve().parents[1]
 def pytest_itemcollected(item: pytest.Item) -> None:
     if str(Path(str(item.fspath)).relative_to(ROOT)).startswith(SERIAL):
         item.add_marker(pytest.mark.serial)
+
+
+def write_photo_like(path: Path, size: tuple[int, int], seed: int, fmt: str = "JPEG") -> None:
+    """A small smooth-plus-texture image, enough for contract and harness tests."""
+    rng = np.random.default_rng(seed)
+    w, h = size
+    y, x = np.mgrid[0:h, 0:w]
+    base = np.stack(
+        [
+            128 + 100 * np.sin(x / (7 + seed % 5)),
+            128 + 100 * np.cos(y / 11),
+            (x + y) % 256,
+        ],
+        axis=-1,
+    )
+    noise = rng.normal(0, 6, size=base.shape)
+    pixels = np.clip(base + noise, 0, 255).astype(np.uint8)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    Image.fromarray(pixels).save(path, format=fmt, **({"quality": 90} if fmt == "JPEG" else {}))
+
+
+@pytest.fixture(scope="session")
+def tiny_dataset(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Eight JPEGs and two PNGs in two class folders."""
+    root = tmp_path_factory.mktemp("tiny-dataset")
+    for i in range(8):
+        write_photo_like(root / f"class_{i % 2}" / f"img_{i:02d}.jpg", (96 + 8 * i, 64), seed=i)
+    for i in range(2):
+        write_photo_like(root / "class_0" / f"png_{i}.png", (80, 60), seed=10 + i, fmt="PNG")
+    return root
+
+
+def installed_package(root: Path, package: str, source: str, entry_points: str) -> Path:
+    """A folder to put on PYTHONPATH holding ``package`` (one module) as an installed
+    distribution with ``entry_points``: how another package registers imgbench libraries."""
+    site = root / "site"
+    (site / package).mkdir(parents=True)
+    (site / package / "__init__.py").write_text(textwrap.dedent(source))
+    info = site / f"{package}-0.1.dist-info"
+    info.mkdir()
+    name = package.replace("_", "-")
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text(entry_points)
+    return site
+
+
+def run_pytest(
+    args: list[str], cwd: Path, timeout: float = 300, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess:
+    """Run pytest in a fresh process, as a user would; the imgbench plugin loads by entry point."""
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
