@@ -24,7 +24,7 @@ TF_ENV := .venvs/tensorflow/.imgbench-env-built
 # that a mosaic env built by an older imgbench (with its own torch) is rebuilt.
 MOSAIC_ENV := .venvs/mosaic/.imgbench-env-layered
 
-.PHONY: setup bench test lint format clean-results mosaic-env mosaic-env-or-skip
+.PHONY: setup bench test test-parallel lint format clean-results mosaic-env mosaic-env-or-skip
 
 setup: $(STAMP)
 
@@ -64,8 +64,13 @@ test: setup $(TF_ENV) mosaic-env-or-skip
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	scripts/typecheck.sh $(VENV)/bin/mypy
-	@# two phases: the tests that may share the CPU on two pytest-xdist workers (a module per worker,
-	@# so its fixtures run once), then the timing-sensitive ones alone (SERIAL in tests/conftest.py)
+	$(VENV)/bin/pytest tests/ -p no:cacheprovider --durations=25 --timeout=900
+
+# the same tests in two phases: those that may share the CPU on two pytest-xdist workers (a module
+# per worker), then the timing-sensitive ones alone (SERIAL in tests/conftest.py). Not CI's: on this
+# 2-core machine it took 12 + 2.5 min against about 14 serial, and busier CPUs made servers'
+# start-ups and timings flakier (docs/decisions.md)
+test-parallel: setup $(TF_ENV) mosaic-env-or-skip
 	$(VENV)/bin/pytest tests/ -p no:cacheprovider --durations=25 --timeout=900 -m "not serial" -n 2 --dist loadfile
 	$(VENV)/bin/pytest tests/ -p no:cacheprovider --durations=15 --timeout=900 -m serial
 
