@@ -112,7 +112,7 @@ def pytest_configure(config: pytest.Config) -> None:
     save_name = config.getoption("benchmark_save", None)
     run_id = new_run_id(save_name)
     config.stash[STATE_KEY] = SessionState(
-        manager=Manager(settings, choice, spec or profile.dataset),
+        manager=Manager(settings, choice, spec or profile.dataset, plans=profile.plans),
         profile=profile,
         results=results,
         run=RunHeader(run_id, save_name, os.environ.get(RUN_GROUP_ENV) or run_id),

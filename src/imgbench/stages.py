@@ -146,8 +146,11 @@ def stage_cases(name: str, profile: Profile) -> list[Case]:
     return get_stage(name).case_builder()(profile)
 
 
-def session_cases(name: str, choice: ProfileChoice, settings: Settings) -> list[Case]:
+def session_cases(
+    name: str, choice: ProfileChoice, settings: Settings, profile: Profile | None = None
+) -> list[Case]:
     """The cases one session plans of a stage (the runner and its workers alike): the chosen
-    profile's, and in an allocator session with the allocator as a parameter."""
-    cases = stage_cases(name, choice.resolve())
+    profile's (``profile`` when the caller resolved it already), and in an allocator session
+    with the allocator as a parameter."""
+    cases = stage_cases(name, profile or choice.resolve())
     return with_allocator(cases, settings.allocator) if choice.allocator_session else cases

@@ -10,6 +10,7 @@ profile`` and the scripts measure through it alike; none of them times a round i
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -25,6 +26,7 @@ from imgbench.measure.rounds import Measurement, pool, run_case
 from imgbench.measure.server import HEAP_OFFSET_STEP, WorkerJob, WorkerServer
 from imgbench.measure.services import Services, ServiceUnavailableError, row_columns
 from imgbench.measure.settings import Settings
+from imgbench.plan import StagePlan
 from imgbench.profiles import ProfileChoice
 from imgbench.stages import STAGES, get_stage
 
@@ -61,6 +63,7 @@ class Manager:
         profile: ProfileChoice,
         dataset: str,
         preload: tuple[str, ...] = (),
+        plans: Mapping[str, StagePlan] | None = None,
     ) -> None:
         self.settings = settings
         self.profile = profile
@@ -68,7 +71,8 @@ class Manager:
         self.preload = preload  # modules the worker server imports before it forks
         self.gate = settings.host_gate()  # its reference: the session's fastest probe
         self.services = Services()
-        self._plans = profile.resolve().plans
+        # the stage plans of the chosen profile (the runner passes them when it resolved it)
+        self._plans = profile.resolve().plans if plans is None else plans
         self._context: CaseContext | None = None
         self._dataset_error: str | None = None
         self._server: WorkerServer | None = None

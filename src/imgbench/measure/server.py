@@ -113,14 +113,16 @@ def run_job(job: WorkerJob) -> WorkerOutcome:
 
     settings = job.settings
     try:
-        cases = {c.case_id: c for c in session_cases(job.stage, job.profile, settings)}
+        profile = job.profile.resolve()  # once: its plans serve the planning and the context
+        planned = session_cases(job.stage, job.profile, settings, profile)
+        cases = {c.case_id: c for c in planned}
         case = cases.get(job.case_id)
         if case is None:
             return WorkerOutcome("failed", f"the worker does not plan {job.case_id}")
         ctx = CaseContext(
             dataset=_DATASETS.get(job.dataset) or load_dataset(job.dataset),
             settings=settings,
-            plans=job.profile.resolve().plans,
+            plans=profile.plans,
             services=dict(job.services),
             _scratch=Path(job.scratch),
         )
