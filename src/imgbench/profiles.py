@@ -137,7 +137,9 @@ _DEFAULT = Profile(
     host_budget_s=0.5,
     max_images=32,
     thread_modes=(1, None),
-    environments=("pillow-simd", "tensorflow"),
+    # pillow-simd: its readers, Pillow's augmentations and the Pillow loader pipelines;
+    # albumentationsx: the albumentations transforms and pipelines, and the default loader pipeline
+    environments=("pillow-simd", "tensorflow", "albumentationsx"),
     extra_datasets=("real-sample",),
     # on real photos: every decoder from memory, and the DataLoader at 0 and 2 workers (the whole
     # pipeline meets real photos); the disk modes and the loader sweep are the synthetic set's
@@ -155,6 +157,8 @@ _DEFAULT = Profile(
             "au_accelerators": [],
             "cow_workers": [],
             "s3_pipelines": [],
+            "in_order_workers": [],
+            "supply_decoders": [],
         },
     },
     # what keeps make bench under 25 minutes on 2 cores (docs/measuring.md has the per-stage
@@ -183,9 +187,20 @@ _DEFAULT = Profile(
             start_methods=(),
             knobs=False,
             au_accelerators=(100,),
-            extra_pipelines=("torchvision", "lmdb", "uint8"),
+            # the last three run in the pillow-simd and albumentationsx envs (their parts' env)
+            extra_pipelines=(
+                "torchvision",
+                "lmdb",
+                "uint8",
+                "pillow-simd-common-default",
+                "pillow-simd-pil",
+                "albumentationsx",
+            ),
             cow_workers=(0, 2),
             s3_workers=(0, 2),
+            # every full-size JPEG decoder inside the DataLoader at 0..cores workers (the
+            # synthetic set only: extra_dataset_plans turns it off)
+            supply_decoders="all",
         ),
     },
     # the allocator's effect where it was measured to matter: decoders that allocate through
@@ -218,6 +233,8 @@ _DEFAULT = Profile(
             "cow_workers": [],
             "baseline_pipeline": None,
             "s3_pipelines": [],
+            "in_order_workers": [],
+            "supply_decoders": [],
         },
     },
 )
@@ -268,6 +285,7 @@ BUILTIN: dict[str, Profile] = {
                     start_methods=(),
                     knobs=False,
                     au_accelerators=(),
+                    in_order_workers=(),
                     cow_workers=(),
                     s3_pipelines=(),  # no S3 server in quick (formats: local storage only)
                 ),
@@ -283,13 +301,14 @@ BUILTIN: dict[str, Profile] = {
             host_budget_s=1.0,
             max_images=256,
             # + Mosaic Streaming (MDS), whose format cases are in `full` only
-            environments=("pillow-simd", "tensorflow", "mosaic"),
+            environments=("pillow-simd", "tensorflow", "albumentationsx", "mosaic"),
             extra_datasets=("real-sample", "synthetic-grid"),
             extra_dataset_plans={
                 "loader": {
                     "extra_pipelines": [],
                     "start_methods": [],
                     "knobs": False,
+                    "in_order_workers": [],
                     "s3_pipelines": [],
                 }
             },
@@ -324,6 +343,7 @@ BUILTIN: dict[str, Profile] = {
                     cow_workers=(0, 1, 2, 3, 4),
                     cow_entries=2_000_000,
                     s3_network_shapes=("rtt0ms-unlimited", "rtt50ms-unlimited"),
+                    supply_decoders="all",
                 ),
             },
         ),

@@ -24,6 +24,7 @@ to their parameters; local cases keep the ids they had, with ``storage=local`` a
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, TypedDict
 
 from imgbench.library import select
@@ -41,6 +42,8 @@ if TYPE_CHECKING:
     from imgbench.objectstore.session import S3Access
 
 DEFAULT_PIPELINE = pipeline_config("default")
+# the decoder supply's cases (imgbench.loaders.supply imports this module: named, not imported)
+SUPPLY_CASES = "imgbench.loaders.supply:supply_cases"
 OUTPUT_SIDE = 224  # the augment stage's train recipe ends in 3 x 224 x 224
 LOCAL_CACHE_METHOD = "warm: the pool of images is re-read every epoch and stays in the page cache"
 S3_CACHE_METHOD = (
@@ -82,20 +85,24 @@ def loader_cases(profile: Profile) -> list[Case]:
                 dl(2, prefetch_factor=4),
                 dl(2, pin_memory=True),
             ]
+        cases += [dl(w, in_order=False) for w in plan.in_order_workers]
         for name in plan.extra_pipelines:
             config = pipeline_config(name)
             cases += [dl(0, config=config), dl(2, config=config)]
+    if plan.supply_decoders:  # every full-size JPEG decoder inside the loader
+        supply: Callable[..., list[Case]] = load_attr(SUPPLY_CASES)
+        cases += [c for spec in reference for c in supply(spec.library, plan, cases)]
     for spec in specs:
         if spec.sweep is None and spec.experiment is None:
             cases += [
-                loader_case(spec.library, w, plan=plan, config=pipeline_config(name))
-                for name in spec.pipelines
-                for w in spec.workers
+                loader_case(spec.library, w, plan=plan, config=pipeline_config(name), method=m)
+                for name, m, w in own_rows(spec, plan)
             ]
     for spec in reference:
         dl = _partial(spec.library, plan)
         for speed in plan.au_accelerators:
             cases += [dl(0, accelerator=speed), dl(2, accelerator=speed)]
+    cases += [c for spec in specs if spec.sweep != "workers" for c in au_cases(spec, plan)]
     for spec in reference:
         cases += s3_loader_cases(spec.library, plan)
     for spec in specs:
@@ -103,6 +110,47 @@ def loader_cases(profile: Profile) -> list[Case]:
             experiment: Callable[[LoaderPlan], list[Case]] = load_attr(spec.experiment)
             cases += experiment(plan)
     return cases
+
+
+def own_rows(spec: LoaderSpec, plan: LoaderPlan) -> list[tuple[str, str | None, int]]:
+    """(pipeline, method, workers) of a loader's steady rows, the reference loader's aside: the
+    thread sweep ("threads"), each method over its sweep, or its entry's ``workers``."""
+    if spec.experiment is not None or spec.sweep == "workers":
+        return []
+    if spec.sweep == "threads":
+        return [(spec.pipelines[0], None, t) for t in plan.thread_sweep]
+    if spec.methods:
+        sweeps = {"workers": plan.workers(), "threads": plan.thread_sweep}
+        return [
+            (name, method, w)
+            for name in spec.pipelines
+            for method, sweep in spec.methods
+            for w in sweeps[sweep]
+        ]
+    return [(name, None, w) for name in spec.pipelines for w in spec.workers]
+
+
+def au_cases(spec: LoaderSpec, plan: LoaderPlan) -> list[Case]:
+    """A loader's AU rows, generic for every loader but the reference one (whose AU rows are its
+    0 and 2 workers at every speed): one per method, on its first pipeline, at the first
+    emulated accelerator speed, at ``plan.au_workers`` workers or threads where it runs that
+    many, else at the most it runs."""
+    if not plan.au_accelerators:
+        return []
+    by_method: dict[str | None, tuple[str, list[int]]] = {}
+    for name, method, w in own_rows(spec, plan):
+        by_method.setdefault(method, (name, []))[1].append(w)
+    return [
+        loader_case(
+            spec.library,
+            plan.au_workers if plan.au_workers in counts else max(counts),
+            plan=plan,
+            config=pipeline_config(name),
+            method=method,
+            accelerator=plan.au_accelerators[0],
+        )
+        for method, (name, counts) in by_method.items()
+    ]
 
 
 def s3_loader_cases(library: str, plan: LoaderPlan) -> list[Case]:
@@ -141,6 +189,8 @@ def loader_case(
     persistent_workers: bool | None = None,
     prefetch_factor: int | None = None,
     pin_memory: bool | None = None,
+    in_order: bool | None = None,
+    method: str | None = None,
     accelerator: int | None = None,
     compute_kind: str = "sleep",
     prepare: Callable[[CaseContext, Case], Workload] | None = None,
@@ -169,23 +219,51 @@ def loader_case(
         params["start_method"] = start_method or "fork"
         params["persistent_workers"] = True if persistent_workers is None else persistent_workers
         params["pin_memory"] = bool(pin_memory)
+        if in_order is not None:  # the DataLoader's in_order (torch >= 2.6)
+            params["in_order"] = in_order
+    if method is not None:  # where a loader of several methods runs its work
+        params["method"] = method
     if accelerator is not None:
         params["accelerator_images_per_s"] = accelerator
         params["compute_kind"] = compute_kind
     if batch_timeout_s is not None:
         params["batch_timeout_s"] = batch_timeout_s
     services, columns = _storage(config, params, network_shape)
-    return spec_case(
+    environment, part_checks = pipeline_environment(spec, config)
+    case = spec_case(
         spec,
         stage="loader",
         variant=variant_name(config, params),
         prepare=prepare or prepare_loader,
         params=params,
         requires=_requires(spec, config),
-        check=_check(params),
+        check=_check(params, part_checks),
         services=services,
         columns=columns,
     )
+    return case if environment == case.environment else replace(case, environment=environment)
+
+
+def pipeline_environment(
+    spec: LoaderSpec, config: PipelineConfig
+) -> tuple[str, tuple[Callable[[], str | None], ...]]:
+    """Where a main-env loader runs ``config``, and its parts' own checks: a decoder or an
+    augmentation that lives in an isolated env (pillow-simd's Pillow, AlbumentationsX) takes the
+    case there, so its session measures the DataLoader over that build."""
+    if spec.environment != "main":
+        return spec.environment, ()
+    from imgbench.augment.registry import get_library
+    from imgbench.readers.registry import find_spec
+
+    library, variant = config.decoder.split("/", 1)
+    parts: list[Any] = [find_spec(library, variant)]
+    if config.augment != NO_AUGMENT:
+        parts.append(get_library(config.augment))
+    isolated = sorted({p.environment for p in parts if p.environment != "main"})
+    if len(isolated) > 1:
+        raise ValueError(f"{config.label}: its parts live in different envs {isolated}")
+    checks = tuple(p.check for p in parts if p.check is not None)
+    return (isolated[0] if isolated else "main"), checks
 
 
 def _storage(
@@ -232,6 +310,10 @@ def variant_name(config: PipelineConfig, params: dict[str, Any]) -> str:
         parts.append(f"prefetch{params['prefetch_factor']}")
     if params.get("pin_memory"):
         parts.append("pin-memory")
+    if params.get("in_order") is False:
+        parts.append("out-of-order")
+    if "method" in params:
+        parts.append(params["method"])
     if "accelerator_images_per_s" in params:
         parts.append(f"au-{params['compute_kind']}-{params['accelerator_images_per_s']}ips")
     return "+".join(parts)
@@ -257,14 +339,16 @@ def _requires(spec: LoaderSpec, config: PipelineConfig) -> tuple[str, ...]:
     return tuple(dict.fromkeys(needed))
 
 
-def _check(params: dict[str, Any]) -> Callable[[], str | None]:
+def _check(
+    params: dict[str, Any], part_checks: tuple[Callable[[], str | None], ...] = ()
+) -> Callable[[], str | None]:
     def check() -> str | None:
         if params.get("pin_memory"):
             import torch
 
             if not torch.cuda.is_available():
                 return "pin_memory: recorded, skipped: no CUDA device on this machine"
-        return None
+        return next((reason for c in part_checks if (reason := c()) is not None), None)
 
     return check
 

@@ -30,6 +30,11 @@ class LoaderPlan(StagePlan):
     start_methods: tuple[str, ...] = ("fork", "spawn", "forkserver")
     knobs: bool = True  # persistent_workers off, prefetch_factor 4, pin_memory
     au_accelerators: tuple[int, ...] = (100, 200)  # emulated accelerator speeds, images/s
+    # every other loader's AU rows: at the first speed, at this many workers or threads (or the
+    # most it runs), one row per method (imgbench.loaders.cases.au_cases)
+    au_workers: int = 2
+    # the reference DataLoader with in_order=False (torch >= 2.6) at these worker counts
+    in_order_workers: tuple[int, ...] = (2,)
     cow_workers: tuple[int, ...] = (0, 2, 4)  # the copy-on-access memory experiment
     cow_entries: int = 1_000_000
     # pipelines whose store is in the session's S3 bucket (storage "s3"), each swept over
@@ -39,6 +44,11 @@ class LoaderPlan(StagePlan):
     s3_pipelines: tuple[str, ...] = ("s3-tar",)
     s3_workers: Literal["auto"] | tuple[int, ...] = "auto"  # auto: the sweep's workers()
     s3_network_shapes: tuple[str, ...] = ("rtt0ms-unlimited",)
+    # decoders inside the loader (imgbench.loaders.supply): every full-size JPEG decoder of the
+    # readers registry ("all"), or those named ("library" or "library/variant"), each as the
+    # default pipeline with that decoder through the reference loader at supply_workers; () none
+    supply_decoders: Literal["all"] | tuple[str, ...] = ()
+    supply_workers: Literal["auto"] | tuple[int, ...] = "auto"  # auto: 0, 1, ... cores
 
     def baseline_workers(self) -> tuple[int, ...]:
         """0 workers and one per core: the common default as it is usually run."""
@@ -47,6 +57,12 @@ class LoaderPlan(StagePlan):
     def s3_worker_counts(self) -> tuple[int, ...]:
         """The worker counts of the S3 sweep."""
         return self.workers() if self.s3_workers == "auto" else self.s3_workers
+
+    def supply_worker_counts(self) -> tuple[int, ...]:
+        """The worker counts of the decoder supply: 0 to one per core."""
+        if self.supply_workers != "auto":
+            return self.supply_workers
+        return tuple(range((os.cpu_count() or 2) + 1))
 
     def workers(self) -> tuple[int, ...]:
         """The worker counts of the sweep."""
