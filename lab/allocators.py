@@ -2,33 +2,32 @@
 
     .venv/bin/python lab/allocators.py --sessions 2 --out /tmp/imgbench-allocators
 
-Builds (once) a folder of 12 photo-like 2000x1500 JPEGs, then for each allocator setting runs
-the Pillow memory-decode case through pytest-benchmark in a worker process, ``--sessions`` times,
-and a plain loop of the same calls (``np.asarray(Image.open(BytesIO(data)))``: the reader's
-policy for an RGB JPEG, which ``convert("RGB")`` would copy once more; one thread) in a fresh
-process with the same environment and address layout (the profile's: ``imgbench.measure.layout``),
-once before each session. Prints images/s, the sessions' coefficient of variation, minor page
-faults per image, the ratio of the medians, and the median of the paired ratios (each loop, then
-its session: the host's drift between sessions cancels).
+Builds (once) a folder of 12 photo-like 2000x1500 JPEGs, then for each allocator setting measures
+the Pillow memory-decode case through the engine (``imgbench.measure.manager.Manager``: the
+worker server under that allocator, the quick profile's settings), ``--sessions`` times, each
+with a fresh manager and so a fresh worker server, and a plain loop of the same calls
+(``np.asarray(Image.open(BytesIO(data)))``: the reader's policy for an RGB JPEG, which
+``convert("RGB")`` would copy once more; one thread) in a fresh process with the same
+environment and address layout (the profile's: ``imgbench.measure.layout``), once before each
+session. Prints images/s, the sessions' coefficient of variation, minor page faults per image,
+the ratio of the medians, and the median of the paired ratios (each loop, then its session: the
+host's drift between sessions cancels).
 
-The worker imports only the case's modules (``--imgbench-worker-imports=selected``), as the loop
-does: the suite's default, every module the profile's cases need, puts torch, OpenCV and the
-rest in the heap before the first decode, which is another process history than the loop's (the
-glibc row's sessions scattered 4.5% and 14.9% with it, 0.7% without: docs/measuring.md).
+The worker imports only the case's modules (``worker_imports="selected"``), as the loop does:
+the suite's default, every module the profile's cases need, puts torch, OpenCV and the rest in
+the heap before the first decode, which is another process history than the loop's (the glibc
+row's sessions scattered 4.5% and 14.9% with it, 0.7% without: docs/measuring.md).
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 
 from imgbench.measure.allocator import (
     ALLOCATORS,
@@ -36,7 +35,11 @@ from imgbench.measure.allocator import (
     allocator,
     environment_for,
 )
-from imgbench.profiles import get_profile
+from imgbench.measure.manager import Manager
+from imgbench.measure.rounds import Measurement
+from imgbench.measure.settings import resolve
+from imgbench.profiles import ProfileChoice, get_profile
+from imgbench.stages import session_cases
 
 ROOT = Path(__file__).resolve().parents[1]
 LOOP = """
@@ -80,6 +83,30 @@ def photos(folder: Path) -> Path:
     return folder
 
 
+def measure_once(data: Path, name: str) -> Measurement:
+    """The Pillow JPEG memory-decode case in a worker of a fresh manager under ``name``."""
+    choice = ProfileChoice("quick")
+    settings = resolve(
+        choice.resolve(),
+        # the worker imports what the loop imports (docstring); the gate off: a session's
+        # figure, as the loop's, is what the host gave it
+        {"allocator": name, "worker_imports": "selected", "process_model": "worker"},
+    )
+    case = next(
+        c
+        for c in session_cases("read", choice, settings)
+        if c.library == "pillow" and c.variant == "open-convert" and c.params["codec"] == "jpeg"
+    )
+    manager = Manager(settings, choice, str(data))
+    try:
+        outcome = manager.measure(case)
+    finally:
+        manager.close()
+    if not isinstance(outcome, Measurement):
+        raise SystemExit(f"{name}: {outcome}")
+    return outcome
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sessions", type=int, default=2)
@@ -98,42 +125,17 @@ def main() -> None:
             print(f"{name:12} unavailable: {exc}")
             continue
         figures, faults, plain = [], [], []
-        for i in range(args.sessions):
+        for _ in range(args.sessions):
             # the plain loop once per session, alternating with them: both see the same host hours
             loop = subprocess.check_output(
                 [sys.executable, "-c", LOOP, str(data), layout], env=env, text=True
             )
             plain.append(float(loop))
-            results = args.out / "results" / f"{name}-{i}"
-            shutil.rmtree(results, ignore_errors=True)  # a previous run's file (same --out)
-            subprocess.check_call(
-                [
-                    sys.executable,
-                    "-m",
-                    "pytest",
-                    "benches/bench_readers.py",
-                    "-q",
-                    "-p",
-                    "no:cacheprovider",
-                    "--imgbench-profile=quick",
-                    f"--dataset={data}",
-                    f"--imgbench-results={results}",
-                    f"--imgbench-allocator={name}",
-                    "--imgbench-worker-imports=selected",  # what the loop imports (docstring)
-                    "-k",
-                    "pillow and open-convert and jpeg",
-                ],
-                cwd=ROOT,
-                stdout=subprocess.DEVNULL,
-            )
-            (path,) = results.glob("*.parquet")
-            row = pd.read_parquet(path).iloc[0]
-            assert row["allocator"] == name, row["allocator"]
-            assert json.loads(row["allocator_env"]) == allocator(name).environment
-            assert row["address_layout"] == layout, row["address_layout"]
-            assert row["worker_imports"] == "selected", row["worker_imports"]
-            figures.append(row["images_per_s_median"])
-            faults.append(row["page_faults_minor_per_image"])
+            measured = measure_once(data, name)
+            assert measured.allocator == name, measured.allocator
+            assert measured.address_layout == layout, measured.address_layout
+            figures.append(measured.metrics()["images_per_s_median"])
+            faults.append(measured.page_faults_minor_per_image or 0.0)
         cv = float(np.std(figures, ddof=1) / np.mean(figures)) if len(figures) > 1 else 0.0
         shown = ", ".join(f"{f:.1f}" for f in figures)
         loops = ", ".join(f"{f:.1f}" for f in plain)
