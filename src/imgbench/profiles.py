@@ -138,8 +138,9 @@ _DEFAULT = Profile(
     max_images=32,
     thread_modes=(1, None),
     # pillow-simd: its readers, Pillow's augmentations and the Pillow loader pipelines;
-    # albumentationsx: the albumentations transforms and pipelines, and the default loader pipeline
-    environments=("pillow-simd", "tensorflow", "albumentationsx"),
+    # albumentationsx: the albumentations transforms and pipelines, and the default loader pipeline;
+    # mxnet: mx.image.imdecode and ImageRecordIter over a .rec it writes (numpy 1.23.5 there)
+    environments=("pillow-simd", "tensorflow", "albumentationsx", "mxnet"),
     extra_datasets=("real-sample",),
     # on real photos: every decoder from memory, and the DataLoader at 0 and 2 workers (the whole
     # pipeline meets real photos); the disk modes and the loader sweep are the synthetic set's
@@ -301,7 +302,7 @@ BUILTIN: dict[str, Profile] = {
             host_budget_s=1.0,
             max_images=256,
             # + Mosaic Streaming (MDS), whose format cases are in `full` only
-            environments=("pillow-simd", "tensorflow", "albumentationsx", "mosaic"),
+            environments=("pillow-simd", "tensorflow", "albumentationsx", "mxnet", "mosaic"),
             extra_datasets=("real-sample", "synthetic-grid"),
             extra_dataset_plans={
                 "loader": {
