@@ -9,8 +9,9 @@ process computes on one thread (``threads=1``): parallelism comes from the loade
 
 What runs comes from the profile's :class:`LoaderPlan` and each loader's registry entry: the
 reference loader (``sweep="workers"``, the DataLoader) runs the worker sweep, its knobs, the
-extra pipelines and AU; thread-pool loaders run the thread sweep; every other registered loader
-runs the rows its entry declares, so a new loader needs no edit here.
+extra pipelines and AU; thread-pool loaders run the thread sweep over their entry's pipelines;
+every other registered loader runs the rows its entry declares, so a new loader needs no edit
+here.
 
 S3 pipelines (``LoaderPlan.s3_pipelines``, ``PipelineConfig.storage == "s3"``): the reference
 loader's sweep over ``s3_worker_counts()`` at the first emulated accelerator speed, once per
@@ -71,9 +72,10 @@ def loader_cases(profile: Profile) -> list[Case]:
             for w in plan.baseline_workers()
         ]
     cases += [
-        loader_case(s.library, t, plan=plan)
+        loader_case(s.library, t, plan=plan, config=pipeline_config(name))
         for s in specs
         if s.sweep == "threads"
+        for name in s.pipelines
         for t in plan.thread_sweep
     ]
     for spec in reference:
@@ -118,7 +120,7 @@ def own_rows(spec: LoaderSpec, plan: LoaderPlan) -> list[tuple[str, str | None, 
     if spec.experiment is not None or spec.sweep == "workers":
         return []
     if spec.sweep == "threads":
-        return [(spec.pipelines[0], None, t) for t in plan.thread_sweep]
+        return [(name, None, t) for name in spec.pipelines for t in plan.thread_sweep]
     if spec.methods:
         sweeps = {"workers": plan.workers(), "threads": plan.thread_sweep}
         return [

@@ -1,10 +1,20 @@
-"""``prefetch_generator.BackgroundGenerator``: one background thread runs the sequential
-pipeline and keeps up to ``prefetch_factor`` batches ready, the posts' "prefetcher" loader.
+"""``prefetch_generator.BackgroundGenerator`` as the posts use it: ``DataLoaderX``, a DataLoader
+whose iterator runs on a background thread::
 
-It overlaps loading with the training step in the main thread; it does not add parallelism to
-the loading itself (one thread, and the GIL), so it helps exactly as much as the step leaves
-idle time. Its thread is a daemon; ``close`` tells the generator to stop and drains the queue
-so a thread blocked on a full queue can finish.
+    class DataLoaderX(DataLoader):
+        def __iter__(self):
+            return BackgroundGenerator(super().__iter__())
+
+The DataLoader underneath is the reference one (``imgbench.loaders.torch_dataloader``: same
+sampler, workers, start method, collate), so a row compares with the DataLoader's row at the
+same worker count. At 0 workers the background thread runs the whole pipeline (the single-thread
+prefetcher); with workers it only moves finished batches ahead (``max_prefetch=1``, the
+package's default). Either way it overlaps loading with the training step in the main thread,
+so its benefit shows in the AU rows (an emulated step), not in a loop that only pulls batches.
+
+``close`` stops the background thread: a stop check between batches (imgbench's, for teardown;
+the recipe has none), the DataLoader's workers shut down, and the queue drained so a thread
+blocked on a full queue can finish.
 """
 
 from __future__ import annotations
@@ -15,32 +25,49 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from imgbench.loaders.base import BATCH_TIMEOUT_S, Batch, LoaderError
-from imgbench.loaders.pipeline import SamplePipeline, collate_for
-from imgbench.loaders.threads import endless_batches
+from imgbench.loaders.pipeline import SamplePipeline
+from imgbench.loaders.torch_dataloader import TorchLoader
+
+JOIN_TIMEOUT_S = 5.0
 
 
-class PrefetchLoader:
+def _until(stop: threading.Event, batches: Iterator[Any]) -> Iterator[Any]:
+    for batch in batches:
+        if stop.is_set():
+            return
+        yield batch
+
+
+def dataloaderx_class(stop: threading.Event, inner: list[Any]) -> type:
+    """The posts' ``DataLoaderX``, with a stop check for teardown; ``inner`` gets the
+    DataLoader's own iterator (its workers are reported and shut down through it)."""
+    from prefetch_generator import BackgroundGenerator
+    from torch.utils.data import DataLoader
+
+    class DataLoaderX(DataLoader):
+        def __iter__(self) -> Any:
+            batches = super().__iter__()
+            inner[:] = [batches]
+            return BackgroundGenerator(_until(stop, batches))
+
+    return DataLoaderX
+
+
+class PrefetchLoader(TorchLoader):
     def __init__(self, pipeline: SamplePipeline, params: Mapping[str, Any]) -> None:
-        self.pipeline = pipeline
-        self.batch_size = int(params["batch_size"])
-        self.max_prefetch = int(params.get("prefetch_factor") or 2)
-        self.timeout = float(params.get("batch_timeout_s") or BATCH_TIMEOUT_S)
-        self.collate = collate_for(pipeline.config)
         self._stop = threading.Event()
-        self._generator: Any = None
+        self._inner: list[Any] = []
+        super().__init__(pipeline, params, loader_class=dataloaderx_class(self._stop, self._inner))
+        self.timeout = float(params.get("batch_timeout_s") or BATCH_TIMEOUT_S)
+        self.extra = {"background_max_prefetch": 1, "background_threads": 1}
 
-    def _produce(self) -> Iterator[Batch]:
-        for indices in endless_batches(len(self.pipeline), self.batch_size):
-            if self._stop.is_set():
-                return
-            yield self.collate([self.pipeline[i] for i in indices])
+    def _dataloader_iter(self) -> Any:
+        return self._inner[0] if self._inner else None
 
     def batches(self) -> Iterator[Batch]:
-        from prefetch_generator import BackgroundGenerator
-
         self.pipeline.build()
-        self._generator = BackgroundGenerator(self._produce(), max_prefetch=self.max_prefetch)
-        return self._consume(self._generator)
+        generator = super().batches()
+        return self._consume(generator)
 
     def _consume(self, generator: Any) -> Iterator[Batch]:
         # BackgroundGenerator.next() blocks without a timeout; read its queue with one instead.
@@ -58,21 +85,29 @@ class PrefetchLoader:
                 raise item
             yield item
 
-    def worker_pids(self) -> list[int]:
-        return []
+    def epoch_start_s(self) -> float:
+        """Seconds from a new epoch's ``iter(loader)`` to its first batch (the old epoch's
+        background thread is stopped first)."""
+        self._stop_background()
+        self._stop.clear()
+        return super().epoch_start_s()
 
-    def close(self) -> None:
+    def _stop_background(self) -> None:
         self._stop.set()
-        generator, self._generator = self._generator, None
-        for _ in range(20):  # unblock put()s on a full queue until the thread ends
+        generator = self._iterator
+        for _ in range(int(JOIN_TIMEOUT_S / 0.25)):
             if generator is None or not generator.is_alive():
                 break
-            while True:
+            while True:  # unblock a put() on a full queue
                 try:
                     generator.queue.get_nowait()
                 except queue.Empty:
                     break
             generator.join(timeout=0.25)
+
+    def close(self) -> None:
+        self._stop_background()
+        super().close()
 
 
 def build(pipeline: SamplePipeline, params: Mapping[str, Any]) -> PrefetchLoader:

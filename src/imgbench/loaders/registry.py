@@ -25,6 +25,17 @@ NAMED_PIPELINES: dict[str, PipelineConfig] = {
     "lmdb": PipelineConfig(format="lmdb"),
     "pillow": PipelineConfig(decoder="pillow/open-convert"),
     "pillow-pil": PipelineConfig(decoder="pillow/open-convert", augment="pillow/pil"),
+    # the same pipelines over another build of their library, run in its env (the parts' env
+    # takes the case there): pillow-simd's decode and augmentations, AlbumentationsX's recipe
+    "pillow-simd-common-default": PipelineConfig(
+        decoder="pillow-simd/open-convert", augment="torchvision/v2-pil"
+    ),
+    "pillow-simd-pil": PipelineConfig(
+        decoder="pillow-simd/open-convert", augment="pillow-simd/pil"
+    ),
+    "albumentationsx": PipelineConfig(augment="albumentationsx/numpy"),
+    # spdl.io's FFmpeg decode as the decoder (the spdl loaders run it beside the default)
+    "spdl-io": PipelineConfig(decoder="spdl/load-image"),
     "tensorflow": PipelineConfig(decoder="tensorflow/decode-jpeg", augment="tensorflow"),
     "tensorflow-tfrecord": PipelineConfig(
         format="tfrecord", decoder="tensorflow/decode-jpeg", augment="tensorflow"
@@ -63,6 +74,10 @@ class LoaderSpec(LibrarySpec):
     workers: tuple[int, ...] = (2,)
     pipelines: tuple[str, ...] = ("default",)
     torch_workers: bool = False  # takes the DataLoader's start_method, persistent_workers, ...
+    # ways of running the one loader, each a curve of its own: (method, "workers" | "threads"),
+    # each over the plan's worker or thread sweep with ``method`` in its parameters (replaces
+    # ``workers``); e.g. torchdata's ParallelMapper on threads and on processes
+    methods: tuple[tuple[str, Literal["workers", "threads"]], ...] = ()
     experiment: str | None = None
 
     def load(self) -> ModuleType:
@@ -103,9 +118,19 @@ LOADERS: tuple[LoaderSpec, ...] = (
         module=_M + "prefetch",
         requires=("torch", "prefetch_generator"),
         dist="prefetch_generator",
-        processes=False,
-        workers=(1,),
-        note="BackgroundGenerator: one background thread",
+        processes=True,
+        torch_workers=True,
+        methods=(("dataloaderx", "workers"),),
+        note="DataLoaderX: BackgroundGenerator(DataLoader.__iter__()), one thread over the workers",
+    ),
+    LoaderSpec(
+        library="torchdata-nodes",
+        module=_M + "torchdata_nodes",
+        requires=("torch", "torchdata.nodes"),
+        dist="torchdata",
+        processes=False,  # its process rows report their worker pids all the same
+        methods=(("thread", "threads"), ("process", "workers")),
+        note="torchdata.nodes: ParallelMapper > Batcher > collate > Prefetcher > Loader",
     ),
     LoaderSpec(
         library="sharded-iterable",
@@ -116,6 +141,26 @@ LOADERS: tuple[LoaderSpec, ...] = (
         workers=(0, 2),
         torch_workers=True,
         note="IterableDataset: worker k streams samples k, k+n, ... of each pass",
+    ),
+    LoaderSpec(
+        library="spdl",
+        module=_M + "spdl",
+        requires=("spdl.pipeline", "torch"),
+        dist="spdl-core",
+        processes=False,
+        sweep="threads",
+        pipelines=("default", "spdl-io"),
+        note="spdl.pipeline.PipelineBuilder: pipe(sample, concurrency=N), build(num_threads=N)",
+    ),
+    LoaderSpec(
+        library="spdl-subprocess",
+        module=_M + "spdl_subprocess",
+        requires=("spdl.pipeline", "torch"),
+        dist="spdl-core",
+        processes=False,
+        workers=(2,),
+        pipelines=("default", "spdl-io"),
+        note="the same pipeline through spdl's run_pipeline_in_subprocess: one process, N threads",
     ),
     LoaderSpec(
         library="ray-data",
@@ -153,6 +198,15 @@ LOADERS: tuple[LoaderSpec, ...] = (
         note="keras.utils.PyDataset(workers=N, use_multiprocessing=True)",
     ),
     LoaderSpec(
+        library="dali",
+        module=_M + "dali",
+        requires=("nvidia.dali", "torch"),
+        dist="nvidia-dali-cuda120",
+        processes=False,
+        experiment=_M + "dali:plan_cases",
+        note="NVIDIA DALI pipeline: the train recipe in DALI ops, num_threads swept; CPU here",
+    ),
+    LoaderSpec(
         library="cow-experiment",
         module=_M + "cow",
         requires=("torch", "pyarrow"),
@@ -186,9 +240,5 @@ UNAVAILABLE: tuple[tuple[str, str], ...] = (
         "keras.utils.Sequence + fit_generator(workers=N)",
         "fit_generator and Sequence workers were removed in Keras 3; measured as "
         "`keras-pydataset` (PyDataset with workers), their replacement",
-    ),
-    (
-        "NVIDIA DALI",
-        "needs a CUDA GPU for its decoders; none on this machine",
     ),
 )

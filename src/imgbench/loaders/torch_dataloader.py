@@ -3,7 +3,9 @@
 The sampler draws reshuffled epochs without end (``RandomSampler`` with ``num_samples`` far past
 the dataset), so one iterator serves the whole measurement and the harness sees the steady state.
 ``epoch_start_s`` then measures what a new epoch costs: with ``persistent_workers`` the same
-workers refill their queues; without, a new set of workers starts.
+workers refill their queues; without, a new set of workers starts. ``in_order=False`` (torch >=
+2.6, a case parameter) hands batches over as workers finish them, so one slow sample does not
+hold back the batches behind it.
 
 Each worker pins OpenCV to one thread (torch already pins itself to one in workers): parallelism
 comes from the workers, as in the usual recipe, not from oversubscribed library pools.
@@ -36,6 +38,7 @@ class TorchLoader:
         params: Mapping[str, Any],
         seed: int = 0,
         collate_fn: Any = None,
+        loader_class: type | None = None,
     ) -> None:
         import torch
         from torch.utils.data import DataLoader, Dataset, RandomSampler
@@ -53,9 +56,11 @@ class TorchLoader:
                 timeout=float(params.get("batch_timeout_s") or BATCH_TIMEOUT_S),
                 worker_init_fn=pin_worker_threads,
             )
+            if "in_order" in params:  # torch >= 2.6: batches as workers finish them
+                kwargs["in_order"] = bool(params["in_order"])
         generator = torch.Generator().manual_seed(seed)
         sampler = RandomSampler(pipeline, num_samples=ENDLESS, generator=generator)
-        self.loader = DataLoader(
+        self.loader = (loader_class or DataLoader)(
             cast("Dataset[Any]", pipeline),  # a map-style dataset by duck typing: len, [i]
             batch_size=int(params["batch_size"]),
             sampler=sampler,
@@ -75,8 +80,12 @@ class TorchLoader:
         self._pids = self._live_pids()
         return self._iterator
 
+    def _dataloader_iter(self) -> Any:
+        """The DataLoader's own iterator (its workers, its shutdown)."""
+        return self._iterator
+
     def _live_pids(self) -> list[int]:
-        workers = getattr(self._iterator, "_workers", None) or []
+        workers = getattr(self._dataloader_iter(), "_workers", None) or []
         return [w.pid for w in workers if w.pid is not None]
 
     def worker_pids(self) -> list[int]:
@@ -92,7 +101,7 @@ class TorchLoader:
 
     def close(self) -> None:
         pids = list(set(self._pids) | set(self._live_pids()))
-        iterator, self._iterator = self._iterator, None
+        iterator, self._iterator = self._dataloader_iter(), None
         shutdown = getattr(iterator, "_shutdown_workers", None)
         if shutdown is not None:
             with contextlib.suppress(Exception):
