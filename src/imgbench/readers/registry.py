@@ -48,12 +48,20 @@ _PILLOW: tuple[ReaderSpec, ...] = (
 )
 
 
-def _pillow_simd_problem() -> str | None:
-    """pillow-simd is silently replaced by any install that depends on Pillow: check the build."""
+def pillow_simd_problem_here() -> str | None:
+    """pillow-simd is silently replaced by any install that depends on Pillow: check the build
+    this process imports (the readers, Pillow's augmentations and the Pillow loader pipelines)."""
     from imgbench.envs import pillow_simd_facts, pillow_simd_problem
 
     problem = pillow_simd_problem(pillow_simd_facts())
     return f"pillow-simd: {problem}" if problem else None
+
+
+def _ffmpeg_problem() -> str | None:
+    """spdl.io decodes through the system's FFmpeg libraries, which pip does not install."""
+    from imgbench.readers.spdl import ffmpeg_problem
+
+    return ffmpeg_problem()
 
 
 def _simd(spec: ReaderSpec) -> ReaderSpec:
@@ -63,7 +71,7 @@ def _simd(spec: ReaderSpec) -> ReaderSpec:
         dist="pillow-simd",
         environment="pillow-simd",
         quick=False,
-        check=_pillow_simd_problem,
+        check=pillow_simd_problem_here,
     )
 
 
@@ -238,6 +246,24 @@ READERS: tuple[ReaderSpec, ...] = (
         note="nvjpeg on the GPU, copy back to host included",
     ),
     ReaderSpec(
+        library="dali",
+        variant="decoders-image",
+        adapter="imgbench.readers.dali:DaliDecoder",
+        requires=("nvidia.dali",),
+        dist="nvidia-dali-cuda120",
+        note="fn.decoders.image(device='cpu') in a batch-1 pipeline fed by fn.external_source",
+    ),
+    ReaderSpec(
+        library="spdl",
+        variant="load-image",
+        adapter="imgbench.readers.spdl:SpdlLoadImage",
+        requires=("spdl.io",),
+        dist="spdl-io",
+        check=_ffmpeg_problem,
+        disk_call="spdl.io.load_image(path)",
+        note="FFmpeg's decoders (mjpeg for JPEG, not libjpeg-turbo) + rgb24 filter, one thread",
+    ),
+    ReaderSpec(
         library="tensorflow",
         variant="decode-image",
         adapter="imgbench.readers.tensorflow:TfDecodeImage",
@@ -256,6 +282,51 @@ READERS: tuple[ReaderSpec, ...] = (
         codecs=JPEG_ONLY,
         environment="tensorflow",
         disk_call="tf.io.read_file(path) + decode_jpeg",
+    ),
+    ReaderSpec(
+        library="torchcodec",
+        variant="decode-image",
+        adapter="imgbench.readers.torchcodec:DecodeImage",
+        requires=("torch", "torchcodec.decoders"),
+        dist="torchcodec",
+        codecs=frozenset({"jpeg", "png", "webp"}),
+        note="torchcodec.decoders.decode_image(mode=RGB) + HWC copy",
+    ),
+    ReaderSpec(
+        library="torchcodec",
+        variant="decode-jpeg",
+        adapter="imgbench.readers.torchcodec:DecodeJpeg",
+        requires=("torch", "torchcodec.decoders"),
+        dist="torchcodec",
+        codecs=JPEG_ONLY,
+        note="torchcodec.decoders.decode_jpeg(mode=RGB) + HWC copy",
+    ),
+    ReaderSpec(
+        library="nvimgcodec",
+        variant="cpu",
+        adapter="imgbench.readers.nvimgcodec:NvimgcodecReader",
+        requires=("nvidia.nvimgcodec",),
+        dist="nvidia-nvimgcodec-cu12",
+        note="Decoder(CPU_ONLY backend).decode(bytes), one image per call",
+    ),
+    ReaderSpec(
+        library="nvimgcodec",
+        variant="cpu-batched",
+        adapter="imgbench.readers.nvimgcodec:NvimgcodecBatched",
+        requires=("nvidia.nvimgcodec",),
+        dist="nvidia-nvimgcodec-cu12",
+        batched=True,
+        note="Decoder(CPU_ONLY backend).decode(list of bytes), its own thread pool",
+    ),
+    ReaderSpec(
+        library="ajpegli",
+        variant="imdecode",
+        adapter="imgbench.readers.ajpegli:AjpegliReader",
+        requires=("ajpegli",),
+        dist="ajpegli",
+        codecs=JPEG_ONLY,
+        disk_call="ajpegli.imread(path)",
+        note="jpegli: ajpegli.imdecode(data, mode=RGB)",
     ),
 )
 
