@@ -50,6 +50,10 @@ class ReaderSpec(LibrarySpec):
     # "resize": full decode, then an antialiased resize to the reduced size (the baseline).
     output: str = "full"
     disk_call: str = "read the file's bytes, then decode"  # what `read(path)` does
+    # True: a timed call is the adapter's ``decode_batch(list[bytes]) -> list[array]`` on a list
+    # of the plan's ``batch_sizes`` images (memory mode), for libraries that batch and thread
+    # internally; ``decode(bytes)`` (verification) is a batch of one through the same call
+    batched: bool = False
 
 
 class ContractError(ValueError):

@@ -21,7 +21,7 @@ from imgbench.measure.case import Case, Workload, spec_case
 from imgbench.measure.context import CaseContext
 from imgbench.measure.errors import CaseFailed, Skip
 from imgbench.profiles import Profile
-from imgbench.readers.base import ReaderSpec
+from imgbench.readers.base import ContractError, ReaderSpec, check_contract
 from imgbench.readers.plan import ReadPlan
 from imgbench.readers.registry import build_reader, find_spec, readers
 from imgbench.readers.verify import ReferenceCache, tolerance, verify_item
@@ -29,18 +29,21 @@ from imgbench.readers.verify import ReferenceCache, tolerance, verify_item
 MEMORY = ("memory", None)
 DISK_WARM = ("disk", "warm")
 DISK_COLD = ("disk", "cold")
-Variant = tuple[int | None, tuple[str, str | None], int | None]  # reduce, (mode, cache), threads
+# reduce, (mode, cache), threads, batch_size
+Variant = tuple[int | None, tuple[str, str | None], int | None, int | None]
 
 
 def _variants(spec: ReaderSpec, plan: ReadPlan, profile: Profile, codec: str) -> list[Variant]:
+    if spec.batched:  # lists of images per call, decoded from memory
+        return [(None, MEMORY, t, b) for b in plan.batch_sizes for t in plan.batch_threads]
     memory = profile.thread_modes if plan.memory_threads is None else plan.memory_threads
     disk = profile.thread_modes if plan.disk_threads is None else plan.disk_threads
     if plan.disk_codecs is not None and codec not in plan.disk_codecs:
         disk = ()
     if spec.output != "full":  # reduced and resize variants: decode work only, from memory
-        return [(r, MEMORY, t) for r in plan.reduces for t in memory]
-    return [(None, MEMORY, t) for t in memory] + [
-        (None, m, t) for m in (DISK_WARM, DISK_COLD) for t in disk
+        return [(r, MEMORY, t, None) for r in plan.reduces for t in memory]
+    return [(None, MEMORY, t, None) for t in memory] + [
+        (None, m, t, None) for m in (DISK_WARM, DISK_COLD) for t in disk
     ]
 
 
@@ -50,12 +53,14 @@ def reader_cases(profile: Profile) -> list[Case]:
     cases: list[Case] = []
     for codec in plan.codecs:  # codec outermost: cases of one codec share reference decodes
         for spec in specs:
-            for reduce, (mode, cache_state), threads in _variants(spec, plan, profile, codec):
+            for reduce, (mode, cache), threads, batch in _variants(spec, plan, profile, codec):
                 params: dict[str, Any] = {"codec": codec, "mode": mode, "threads": threads}
-                if cache_state is not None:  # memory mode has none (the row's cache_state null)
-                    params["cache_state"] = cache_state
+                if cache is not None:  # memory mode has none (the row's cache_state null)
+                    params["cache_state"] = cache
                 if reduce is not None:
                     params["reduce"] = reduce
+                if batch is not None:
+                    params["batch_size"] = batch
                 cases.append(
                     spec_case(
                         spec,
@@ -142,6 +147,7 @@ def prepare_reader(ctx: CaseContext, case: Case) -> Workload:
     }
     if spec.note:
         extra["note"] = spec.note
+    extra.update(getattr(reader, "extra", None) or {})  # what the adapter records (spdl: FFmpeg)
     if reduce:
         extra["target"] = f"ceil(width/{reduce}) x ceil(height/{reduce})"
     if spec.library == "pillow-simd":
@@ -155,6 +161,9 @@ def prepare_reader(ctx: CaseContext, case: Case) -> Workload:
         megapixels_per_round=output_pixels / 1e6,
         extra=extra,
     )
+    if "batch_size" in case.params:
+        pairs = [(entry, data) for entry, data, _ in kept]
+        _batch_rounds(workload, reader, pairs, int(case.params["batch_size"]))
     if mode == "memory":
         workload.cache_method = "n/a: bytes preloaded in memory"
     else:
@@ -164,3 +173,29 @@ def prepare_reader(ctx: CaseContext, case: Case) -> Workload:
             raise Skip(reason)
         workload.cache, workload.before_round = cache, cache.before_round
     return workload
+
+
+def _batch_rounds(
+    workload: Workload, reader: Any, kept: list[tuple[Any, bytes]], size: int
+) -> None:
+    """A batched reader's rounds: lists of ``size`` verified images per ``decode_batch`` call,
+    the last list filled up from the start, so every call decodes a full batch and a round
+    covers every image at least once. Each batch's outputs are checked once, untimed."""
+    count = -(-len(kept) // size)
+    flat = [kept[i % len(kept)] for i in range(count * size)]
+    groups = [flat[i * size : (i + 1) * size] for i in range(count)]
+    workload.items = [[data for _, data in group] for group in groups]
+    workload.fn = reader.decode_batch
+    workload.images_per_item = size
+    workload.bytes_per_round = sum(len(data) for _, data in flat)
+    workload.megapixels_per_round = sum(entry.width * entry.height for entry, _ in flat) / 1e6
+    workload.extra["call"] = f"decode_batch(list of {size} bytes)"
+    for group, items in zip(groups, workload.items, strict=True):
+        outputs = reader.decode_batch(items)
+        if len(outputs) != size:
+            raise CaseFailed(f"decode_batch returned {len(outputs)} images for {size}")
+        for (entry, _), out in zip(group, outputs, strict=True):
+            try:
+                check_contract(out, who=entry.path, expected_shape=(entry.height, entry.width))
+            except ContractError as exc:
+                raise CaseFailed(f"batched decode: {exc}") from exc

@@ -22,3 +22,7 @@ class ReadPlan(StagePlan):
     disk_codecs: tuple[str, ...] | None = None  # codecs also read from disk; None = every codec
     reduces: tuple[int, ...] = (4,)  # factors of the reduced and resize variants; () = none
     native: bool = True  # tjbench's native ceiling rows
+    # batched readers (a list of images per call, memory mode): images per call, and threads
+    # (None = the library's own pool, which is what batching is for)
+    batch_sizes: tuple[int, ...] = (32,)
+    batch_threads: tuple[int | None, ...] = (1, None)
