@@ -1,5 +1,6 @@
 """Readers: images/s per library × codec × mode with 95% intervals, % of the native ceiling
-(tjbench), reduced-size decode against full decode, and the allocator's effect on decoding."""
+(tjbench), reduced-size decode against full decode, each decoder's rank on one thread beside its
+rank inside the loader, and the allocator's effect on decoding."""
 
 from __future__ import annotations
 
@@ -17,6 +18,8 @@ from dashboard.charts import (
 from dashboard.data import with_json_keys
 from dashboard.intervals import summarise
 from dashboard.state import View, current_view, stage_rows
+
+from imgbench.answer.decoders import SUPPLY_HINT, DecoderRanking, decoder_rankings
 
 KEYS = ["reader", "library", "variant", "codec", "setting", "threads_label", "decode"]
 
@@ -77,6 +80,56 @@ def reduced_vs_full(summary: pd.DataFrame) -> pd.DataFrame:
     )
     pairs["speedup"] = pairs["images_per_s"] / pairs["images_per_s_full"]
     return pairs
+
+
+def render_rankings(view: View) -> list[DecoderRanking]:
+    """The single-thread ranking and the in-loader ranking side by side, per machine and
+    dataset, and where their order differs (imgbench.answer.decoders: the report's tables)."""
+    st.subheader("One thread vs inside the loader")
+    st.caption(
+        "Left: JPEG decoded from memory on one thread (this page's rows). Right: the same "
+        "decoders as the DataLoader's default pipeline (the decoder supply): best images/s over "
+        "worker counts, and at each count. A decoder's place on one thread is not its place "
+        "where it runs."
+    )
+    rankings = decoder_rankings(view.without("library", "threads", "codec"))
+    if not rankings:
+        st.info(f"No loader ran two decoders or more on these runs: {SUPPLY_HINT}.")
+    for ranking in rankings:
+        if len(rankings) > 1:
+            st.markdown(f"**{ranking.title}**")
+        st.markdown(ranking.summary())
+        left, right = st.columns(2)
+        with left:
+            st.caption("One thread, images/s")
+            st.dataframe(
+                ranking.single,
+                hide_index=True,
+                column_config={
+                    "images_per_s": st.column_config.NumberColumn(IMAGES_PER_S, format="%.0f")
+                },
+            )
+        with right:
+            st.caption(
+                f"Inside the loader ({ranking.loader}, {ranking.pipeline}, batch "
+                f"{ranking.batch_size or '?'}), images/s"
+            )
+            st.dataframe(
+                ranking.in_loader,
+                hide_index=True,
+                column_config={
+                    column: st.column_config.NumberColumn(column, format="%.0f")
+                    for column in ranking.in_loader.columns
+                    if column not in ("decoder", "rank", "best_workers")
+                },
+            )
+        lines = [
+            f"- **{label}**: " + ("; ".join(changes) if changes else "the same order")
+            for label, changes in ranking.differences.items()
+        ]
+        if lines:
+            st.markdown("Where the order differs:\n" + "\n".join(lines))
+    return rankings
 
 
 def render(view: View) -> None:
@@ -206,6 +259,8 @@ def render(view: View) -> None:
             .properties(height=alt.Step(16))
         )
         show(chart)
+
+    render_rankings(view)
 
     every["case"] = (
         every["reader"]

@@ -53,6 +53,14 @@ COMMON_DEFAULT = {
 }
 COMMON_DEFAULT_IPS = {0: 250.0, 2: 410.0}
 COW_EXPERIMENT_IPS = 3_000_000.0
+# the decoder supply (stage "supply" of run_rows, not in its default stages): images/s inside the
+# DataLoader by decoder and workers; with loader_rows' opencv/imdecode-rgb (430, 387, 752 at 0, 1
+# and 2 workers) the order is opencv, cvtcolor, pillow, simplejpeg: one thread's reversed ends
+SUPPLY_IPS = {
+    "simplejpeg/decode": {0: 280.0, 1: 240.0, 2: 500.0},
+    "opencv/imdecode-cvtcolor": {0: 420.0, 1: 380.0, 2: 700.0},
+    "pillow/open-convert": {0: 310.0, 1: 290.0, 2: 560.0},
+}
 # allocator sessions (`imgbench run --profile default`): images/s over the main session's glibc,
 # after docs/measuring.md (Pillow's decode of large JPEGs gains most from glibc-tuned; decoders
 # that allocate through numpy barely move)
@@ -477,6 +485,43 @@ def reference_loader_rows(spec: RunSpec, rng: np.random.Generator) -> list[dict[
     return rows
 
 
+def supply_rows(spec: RunSpec, rng: np.random.Generator) -> list[dict[str, Any]]:
+    """The decoder supply (imgbench.loaders.supply): the other read_rows decoders inside the
+    DataLoader at 0, 1 and 2 workers (opencv/imdecode-rgb's rows are loader_rows'), ordered
+    unlike one thread: simplejpeg, fastest on one thread, is the slowest in the loader."""
+    rows = []
+    for decoder, by_workers in SUPPLY_IPS.items():
+        library, variant = decoder.split("/")
+        for workers, ips in by_workers.items():
+            params = {
+                "workers": workers,
+                "batch_size": 32,
+                **LOADER_PIPELINE,
+                "decoder": decoder,
+                "start_method": "fork",
+            }
+            rows.append(
+                _row(
+                    spec,
+                    rng,
+                    stage="loader",
+                    library="torch-dataloader",
+                    variant=f"files-{library}.{variant}-albumentations",
+                    workers=workers,
+                    batch_size=32,
+                    mode="disk",
+                    cache_state="warm",
+                    ips=ips,
+                    images=256,
+                    megapixels_per_image=CROP_MEGAPIXELS,
+                    params=params,
+                    extra={"stage_times_s": {"read": 1e-4, "decode": 2e-3, "augment": 1e-3}},
+                    library_version="2.14.1",
+                )
+            )
+    return rows
+
+
 def allocator_rows(spec: RunSpec, rng: np.random.Generator) -> list[dict[str, Any]]:
     """An allocator session's rows: the main session's cases the default profile's
     allocator_plans keep, with ``"allocator": NAME`` among their params (so in their case_id)."""
@@ -599,6 +644,7 @@ def run_rows(
         "loader": loader_rows,
         "outcome": outcome_rows,
         "allocator": allocator_rows,
+        "supply": supply_rows,
     }
     return [row for stage in stages for row in makers[stage](spec, rng)]
 

@@ -13,6 +13,7 @@ from pathlib import Path
 import pandas as pd
 
 from imgbench.answer import Answer, answers, problems
+from imgbench.answer.decoders import DecoderRanking, decoder_rankings
 from imgbench.results.location import ObjectPath
 from imgbench.results.store import LoadedResults
 
@@ -27,6 +28,8 @@ class Report:
     runs: list[str]  # run ids the report read
     unreadable: list[tuple[Path | ObjectPath, str]]  # result files that could not be read, and why
     notes: list[str] = field(default_factory=list)  # what is missing, in words
+    # decoders on one thread vs inside the loader, per machine and dataset (the decoder supply)
+    decoders: list[DecoderRanking] = field(default_factory=list)
     created_utc: datetime = field(default_factory=lambda: datetime.now(UTC))
 
     @property
@@ -43,6 +46,7 @@ def build_report(frame: pd.DataFrame, loaded: LoadedResults, source: str) -> Rep
         legacy_skips=legacy,
         runs=sorted(frame["run_id"].dropna().astype(str).unique()) if not frame.empty else [],
         unreadable=list(loaded.skipped),
+        decoders=decoder_rankings(frame) if not frame.empty else [],
     )
     if not loaded.files and not loaded.skipped:
         report.notes.append(f"no result files in {source}: {BENCH_HINT}")

@@ -12,6 +12,8 @@ from html import escape
 import altair as alt
 
 from imgbench.answer import Answer
+from imgbench.answer.decoders import DecoderRanking, workers_column
+from imgbench.answer.rows import number
 from imgbench.report.charts import candidates_chart, stage_times_chart
 from imgbench.report.document import Report
 
@@ -25,6 +27,7 @@ table { border-collapse: collapse; margin: 0.5rem 0 1rem; font-size: 0.9rem; }
 td, th { border: 1px solid #ddd; padding: 0.25rem 0.5rem; text-align: left; vertical-align: top; }
 code { font-size: 0.85rem; background: #f4f4f4; padding: 0 0.2rem; }
 .missing { color: #8a5a00; } figure { margin: 1rem 0; }
+.side { display: flex; gap: 2rem; flex-wrap: wrap; align-items: flex-start; }
 """
 
 
@@ -101,6 +104,51 @@ def _answer(answer: Answer) -> str:
     return "\n".join(parts)
 
 
+def _ips(value: object) -> str:
+    figure = number(value)
+    return "" if figure is None else f"{figure:,.0f}"
+
+
+def _decoders(ranking: DecoderRanking) -> str:
+    """The two rankings side by side, and where their order differs."""
+    counts = [workers_column(c) for c in ranking.worker_counts]
+    single = _table(
+        ["rank", "decoder", "images/s"],
+        [
+            [str(r["rank"]), escape(str(r["decoder"])), _ips(r["images_per_s"])]
+            for r in ranking.single.to_dict("records")
+        ],
+    )
+    in_loader = _table(
+        ["rank", "decoder", "best images/s", "at workers", *counts],
+        [
+            [
+                str(r["rank"]),
+                escape(str(r["decoder"])),
+                _ips(r["best_images_per_s"]),
+                str(r["best_workers"]),
+                *(_ips(r[c]) for c in counts),
+            ]
+            for r in ranking.in_loader.to_dict("records")
+        ],
+    )
+    where = escape(f"{ranking.loader}, {ranking.pipeline}, batch {ranking.batch_size or '?'}")
+    items = [
+        f"<li><b>{escape(label)}:</b> "
+        + escape("; ".join(changes) if changes else "the same order as on one thread")
+        + "</li>"
+        for label, changes in ranking.differences.items()
+    ]
+    return (
+        f"<h2>Decoders: one thread vs inside the loader · {escape(ranking.title)}</h2>"
+        f'<p class="headline">{escape(ranking.summary())}</p>'
+        '<div class="side">'
+        f"<div><h3>One thread</h3><p>JPEG from memory (reader stage)</p>{single}</div>"
+        f"<div><h3>Inside the loader</h3><p>{where}; images/s</p>{in_loader}</div>"
+        "</div>" + (f"<p>Where the order differs:</p><ul>{''.join(items)}</ul>" if items else "")
+    )
+
+
 def render_html(report: Report) -> str:
     body = [f"<h1>{escape(report.title)}</h1>"]
     body.append(
@@ -121,6 +169,7 @@ def render_html(report: Report) -> str:
             + "</ul>"
         )
     body.extend(_answer(answer) for answer in report.answers)
+    body.extend(_decoders(ranking) for ranking in report.decoders)
     if not report.problems.empty:
         body.append("<h2>Skipped and failed cases</h2>")
         body.append(

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from imgbench.answer import Answer
+from imgbench.answer.decoders import DecoderRanking, workers_column
+from imgbench.answer.rows import number
 from imgbench.report.document import Report
 
 
@@ -47,6 +49,48 @@ def _answer(answer: Answer) -> list[str]:
     return lines
 
 
+def _number(value: object) -> str:
+    figure = number(value)
+    return "" if figure is None else f"{figure:,.0f}"
+
+
+def decoder_tables(ranking: DecoderRanking) -> list[str]:
+    """The two rankings (one thread, inside the loader) and where their order differs."""
+    counts = [workers_column(c) for c in ranking.worker_counts]
+    lines = [
+        f"### Decoders: one thread vs inside the loader · {ranking.title}",
+        "",
+        f"**{ranking.summary()}**",
+        "",
+        "One thread (JPEG from memory, reader stage):",
+        "",
+        "| rank | decoder | images/s |",
+        "|---:|---|---:|",
+        *(
+            f"| {r.rank} | {_cell(r.decoder)} | {_number(r.images_per_s)} |"
+            for r in ranking.single.itertuples(index=False)
+        ),
+        "",
+        f"Inside the loader ({ranking.loader}, {ranking.pipeline}, batch "
+        f"{ranking.batch_size or '?'}), images/s:",
+        "",
+        "| rank | decoder | best | at workers | " + " | ".join(counts) + " |",
+        "|---:|---|---:|---:|" + "---:|" * len(counts),
+    ]
+    for row in ranking.in_loader.to_dict("records"):
+        cells = [_number(row[c]) for c in counts]
+        lines.append(
+            f"| {row['rank']} | {_cell(row['decoder'])} | {_number(row['best_images_per_s'])} | "
+            f"{row['best_workers']} | " + " | ".join(cells) + " |"
+        )
+    lines.append("")
+    for label, changes in ranking.differences.items():
+        text = "; ".join(changes) if changes else "the same order as on one thread"
+        lines.append(f"- Where the order differs, {label}: {_cell(text)}.")
+    lines.append("")
+    return lines
+
+
 def render_markdown(report: Report) -> str:
     lines = [f"## {report.title}", ""]
     lines.append(f"From {len(report.runs)} run(s): " + ", ".join(f"`{r}`" for r in report.runs))
@@ -57,6 +101,8 @@ def render_markdown(report: Report) -> str:
         lines.append("")
     for answer in report.answers:
         lines += _answer(answer)
+    for ranking in report.decoders:
+        lines += decoder_tables(ranking)
     if not report.problems.empty:
         lines += ["### Skipped and failed cases", "", "| status | stage | reason | cases |"]
         lines.append("|---|---|---|---:|")
