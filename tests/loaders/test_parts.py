@@ -15,6 +15,7 @@ from imgbench.loaders.au import ComputeStep, accelerator_utilisation
 from imgbench.loaders.base import LoaderError, deadline, reap
 from imgbench.loaders.cases import loader_cases
 from imgbench.loaders.memory import MemorySampler, summarise
+from imgbench.loaders.plan import LoaderPlan
 from imgbench.loaders.registry import LOADERS, UNAVAILABLE
 from imgbench.loaders.stages import StageTimes, stage_extra
 from imgbench.profiles import get_profile
@@ -159,4 +160,23 @@ def test_env_lists_the_loaders() -> None:
 
     loaders = {s.library: s for s in library_statuses() if s.stage == "loader"}
     assert loaders["torch-dataloader"].available
-    assert "NVIDIA DALI" in loaders and not loaders["NVIDIA DALI"].available
+    # DALI's CPU pipeline runs without a GPU: a registered loader, no longer listed unavailable
+    assert "NVIDIA DALI" not in loaders and "dali" in loaders
+
+
+def test_every_loader_has_au_cases() -> None:
+    """AU rows for every loader of the default profile (the experiments aside), one per method
+    at the first emulated speed for all but the reference loader: few, and no loader's own code."""
+    default = get_profile("default")
+    plan = default.plan(LoaderPlan)
+    all_cases = loader_cases(default)
+    au = [c for c in all_cases if "accelerator_images_per_s" in c.params]
+    libraries = {c.library for c in all_cases if not c.library.endswith("experiment")}
+    assert libraries <= {c.library for c in au}
+    others = [c for c in au if c.library != "torch-dataloader"]
+    assert {c.params["accelerator_images_per_s"] for c in others} == {plan.au_accelerators[0]}
+    assert len(others) == len({(c.library, c.params.get("method")) for c in others})
+    methods = {c.params.get("method") for c in others if c.library == "torchdata-nodes"}
+    assert methods == {"thread", "process"}
+    swept = ("threadpool", "prefetch-generator", "torchdata-nodes")
+    assert all(c.params["workers"] == plan.au_workers for c in others if c.library in swept)
