@@ -34,7 +34,7 @@ def dali_cause(exc: BaseException) -> str:
     text = str(exc)
     if _CAUSE_MARK in text:
         text = text.split(_CAUSE_MARK, 1)[1]
-    lines = [line.strip() for line in text.splitlines()]
+    lines = [line.strip().removesuffix(":").strip() for line in text.splitlines()]
     kept = [line for line in lines if line and not line.startswith(_NOISE)]
     return " ".join(kept) or type(exc).__name__
 
