@@ -163,7 +163,7 @@ def _row(spec: RunSpec, rng: np.random.Generator, **fields: Any) -> dict[str, An
         latency_ms_median=1e3 * median / images,
         latency_ms_p90=1.2e3 * median / images,
         latency_ms_p99=1.5e3 * median / images,
-        peak_rss_bytes=int(300e6 + rng.integers(0, 50e6)),
+        peak_rss_bytes=int(300e6 + rng.integers(0, 50_000_000)),
         wall_s=float(sum(samples) * 1.3),
         params_json=json.dumps(params, sort_keys=True),
         extra_json=json.dumps(extra) if extra is not None else None,

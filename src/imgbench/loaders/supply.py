@@ -8,7 +8,8 @@ runs the default pipeline with only the decoder changed (the dataset's files -> 
 DataLoader) at ``LoaderPlan.supply_worker_counts()``. The cases come from the registry, so a
 reader added there joins the supply with no edit here. Left out, each with its reason
 (:func:`left_out`): readers that do not decode JPEG, reduced or resized outputs, readers of
-another environment than the loader's, and GPU decoders (a forked worker cannot use CUDA).
+another environment than the loader's, GPU decoders (a forked worker cannot use CUDA) and
+batched calls (one sample at a time they are their library's unbatched decode).
 
 Before any timing, a supply case verifies its decoder on the pool's images against the reference
 decode (``imgbench.readers.verify``); a decoder that gets one wrong, or cannot be built here, is
@@ -23,7 +24,7 @@ from typing import Any
 
 from imgbench.errors import one_line
 from imgbench.library import Selection, select
-from imgbench.loaders.cases import _entries_for, loader_case, prepare_loader, variant_name
+from imgbench.loaders.cases import loader_case, prepare_loader, variant_name
 from imgbench.loaders.pipeline import PipelineConfig
 from imgbench.loaders.plan import LoaderPlan
 from imgbench.loaders.registry import get_loader
@@ -49,6 +50,8 @@ def left_out_reason(spec: ReaderSpec, environment: str = "main") -> str | None:
         return f"runs in the {spec.environment} environment, the loader in {environment}"
     if "cuda" in spec.variant.split("-"):
         return "decodes on the GPU: a forked DataLoader worker cannot use CUDA"
+    if spec.batched:
+        return "a batched call: one sample at a time it is its library's unbatched decode"
     return None
 
 
@@ -108,7 +111,7 @@ def _identity(case: Case) -> tuple[str, str]:
 
 def verified_entries(ctx: CaseContext, spec: ReaderSpec) -> list[Any]:
     """The pool's images a supply case checks: up to :data:`VERIFY_IMAGES`, evenly spread."""
-    entries = _entries_for(ctx, PipelineConfig(decoder=spec.key))
+    entries = [e for e in ctx.entries() if e.codec in spec.codecs]  # the pipeline's pool
     step = max(1, len(entries) // VERIFY_IMAGES)
     return entries[::step][:VERIFY_IMAGES]
 
