@@ -1,14 +1,17 @@
 """Each case in a fresh fork of a pristine server: the row says so, and it is true.
 
-A toy reader registered by entry point (as in tests/test_extending.py) reports what its process
-looks like from inside: a module-level counter (a fresh process per case sees 1 every time), the
-allocator variables and the hash seed. Another toy reader crashes its process.
+A toy reader registered by entry point (tests/measure/conftest.py's probe, as in
+tests/test_extending.py) reports what its process looks like from inside: a module-level counter
+(a fresh process per case sees 1 every time), the allocator variables and the hash seed. Another
+toy reader crashes its process. The engine's properties are checked on the ``Manager`` with a real
+worker server; the runner's (its environment, stopping a run) in real sessions.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import sys
 from pathlib import Path
 
 import pandas as pd
@@ -16,118 +19,16 @@ import pytest
 
 from imgbench.measure.allocator import GLIBC_TUNED, AllocatorUnavailableError, allocator
 from imgbench.measure.layout import ADDR_NO_RANDOMIZE
-from tests.conftest import installed_package, run_pytest
+from imgbench.measure.manager import Failed, Skipped
+from imgbench.measure.rounds import Measurement
+from tests.measure.conftest import Measure, seen_by_probe
 from tests.measure.test_layout import layout_can_be_fixed
 
 ROOT = Path(__file__).resolve().parents[2]
 
-PROBE = '''
-import io
-import json
-import os
-import signal
-import sys
-
-import numpy as np
-from PIL import Image
-
-from imgbench.readers.base import BytesReader, ReaderSpec
-
-CALLS = {"decode": 0}
-SEEN = {}
-
-
-class Probe(BytesReader):
-    """A real decoder that also notes what its process looks like."""
-
-    def decode(self, data: bytes) -> np.ndarray:
-        CALLS["decode"] += 1
-        if CALLS["decode"] == 1:  # the first call of this process: before any other case's
-            SEEN.update(
-                pid=os.getpid(),
-                hash_seed=os.environ.get("PYTHONHASHSEED"),
-                ld_preload=os.environ.get("LD_PRELOAD", ""),
-                malloc={k: v for k, v in os.environ.items() if k.startswith("MALLOC_")},
-                personality=int(open("/proc/self/personality").read(), 16),
-                modules=[m for m in os.environ.get("PROBE_MODULES", "").split(",")
-                         if m and m in sys.modules],
-                late=os.environ.get("PROBE_LATE"),
-                runner=os.environ.get("IMGBENCH_RUNNER_PID"),
-            )
-            with open(os.environ["PROBE_LOG"], "a") as log:
-                log.write(json.dumps(SEEN) + "\\n")
-        with Image.open(io.BytesIO(data)) as image:
-            return np.ascontiguousarray(np.asarray(image.convert("RGB")))
-
-
-class Crash(BytesReader):
-    def decode(self, data: bytes) -> np.ndarray:
-        os.kill(os.getpid(), signal.SIGSEGV)
-        raise AssertionError("unreachable")
-
-
-class Hang(BytesReader):
-    """Starts a process of its own (as a DataLoader starts workers), says so, and never ends."""
-
-    def decode(self, data: bytes) -> np.ndarray:
-        import subprocess
-        import sys
-        import time
-
-        helper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
-        with open(os.environ["PROBE_LOG"], "a") as log:
-            log.write(json.dumps({"case": os.getpid(), "helper": helper.pid}) + "\\n")
-        time.sleep(600)
-        raise AssertionError("unreachable")
-
-
-PROBE = ReaderSpec(library="probe", variant="env", adapter=__name__ + ":Probe", quick=True)
-CRASH = ReaderSpec(library="crash", variant="segv", adapter=__name__ + ":Crash", quick=True)
-HANG = ReaderSpec(library="hang", variant="forever", adapter=__name__ + ":Hang", quick=True)
-'''
-
-PROFILE = """
-[tool.imgbench.profiles.probe]
-base = "quick"
-rounds = 2
-warmup_rounds = 1
-[tool.imgbench.profiles.probe.read]
-libraries = ["probe", "crash", "pillow"]
-codecs = ["jpeg", "png"]
-
-[tool.imgbench.profiles.hang]
-base = "probe"
-[tool.imgbench.profiles.hang.read]
-libraries = ["hang"]
-codecs = ["jpeg"]
-"""
-
-
-@pytest.fixture
-def probe_env(tmp_path: Path) -> dict[str, str]:
-    site = installed_package(
-        tmp_path,
-        "probe_imgbench",
-        PROBE,
-        "[imgbench.read]\nprobe = probe_imgbench:PROBE\ncrash = probe_imgbench:CRASH\n"
-        "hang = probe_imgbench:HANG\n",
-    )
-    (tmp_path / "pyproject.toml").write_text(PROFILE)
-    # as importing cv2 does (LD_LIBRARY_PATH): the runner's environment changes after it started
-    (site / "late_env_plugin.py").write_text(
-        "import os\n\ndef pytest_sessionstart(session):\n    os.environ['PROBE_LATE'] = 'x' * 77\n"
-    )
-    return {
-        **os.environ,
-        "PYTHONPATH": str(site),
-        "IMGBENCH_PYPROJECT": str(tmp_path / "pyproject.toml"),
-        "PROBE_LOG": str(tmp_path / "probe.log"),
-    }
-
 
 def _run(tmp_path: Path, dataset: Path, env: dict[str, str], *args: str) -> pd.DataFrame:
     import subprocess
-    import sys
 
     results = tmp_path / "results"
     out = subprocess.run(
@@ -197,80 +98,67 @@ def test_every_case_runs_in_a_fresh_process_with_the_recorded_environment(
         assert row["host_probe_reference_s"] > 0 and row["host_max_ratio"] == 1.3
 
 
-def test_a_crashing_case_is_a_failed_row_and_the_next_case_runs(
-    tmp_path: Path, tiny_dataset: Path, probe_env: dict[str, str]
-) -> None:
-    rows = _run(tmp_path, tiny_dataset, probe_env, "-k", "crash or pillow")
-    crash = rows[rows["library"] == "crash"]
-    assert set(crash["status"]) == {"failed"}
-    assert crash["reason"].str.contains("killed by signal SIGSEGV").all()
-    pillow = rows[rows["library"] == "pillow"]
-    assert set(pillow["status"]) == {"ok"} and set(pillow["process_model"]) == {"worker"}
+def test_a_crashing_case_is_a_failed_row_and_the_next_case_runs(measure: Measure) -> None:
+    outcomes = measure(("crash", "pillow"), ("jpeg", "png"))
+    crash = [o for c, o in outcomes if c.library == "crash"]
+    assert crash and all(isinstance(o, Failed) for o in crash)
+    reasons = [o.reason for o in crash]  # type: ignore[union-attr]
+    assert all("killed by signal SIGSEGV" in r for r in reasons), reasons
+    pillow = [o for c, o in outcomes if c.library == "pillow"]
+    assert pillow and all(isinstance(o, Measurement) for o in pillow)
+    assert {o.process_model for o in pillow} == {"worker"}  # type: ignore[union-attr]
 
 
-def test_in_process_is_a_choice_and_says_so(
-    tmp_path: Path, tiny_dataset: Path, probe_env: dict[str, str]
-) -> None:
-    rows = _run(tmp_path, tiny_dataset, probe_env, "--imgbench-process=in-process", "-k", "probe")
-    assert set(rows["process_model"]) == {"in-process"} and set(rows["status"]) == {"ok"}
-    seen = (tmp_path / "probe.log").read_text().splitlines()
-    assert len(seen) == 1  # one process: the second case found the library already used
+def test_in_process_is_a_choice_and_says_so(tmp_path: Path, measure: Measure) -> None:
+    outcomes = measure(("probe",), ("jpeg", "png"), process_model="in-process")
+    assert len(outcomes) == 2 and all(isinstance(o, Measurement) for _, o in outcomes)
+    assert {o.process_model for _, o in outcomes} == {"in-process"}  # type: ignore[union-attr]
+    seen = seen_by_probe(tmp_path)
+    # one process, this one: the second case found the library already used
+    assert [s["pid"] for s in seen] == [os.getpid()]
 
 
-def test_a_randomized_layout_is_a_choice_and_says_so(
-    tmp_path: Path, tiny_dataset: Path, probe_env: dict[str, str]
-) -> None:
-    rows = _run(
-        tmp_path, tiny_dataset, probe_env, "--imgbench-address-layout=randomized", "-k", "probe"
-    )
-    assert set(rows["status"]) == {"ok"} and set(rows["address_layout"]) == {"randomized"}
-    seen = [json.loads(line) for line in (tmp_path / "probe.log").read_text().splitlines()]
+def test_a_randomized_layout_is_a_choice_and_says_so(tmp_path: Path, measure: Measure) -> None:
+    ((_, outcome),) = measure(("probe",), ("jpeg",), address_layout="randomized")
+    assert isinstance(outcome, Measurement) and outcome.address_layout == "randomized"
+    seen = seen_by_probe(tmp_path)
     assert seen and not any(s["personality"] & ADDR_NO_RANDOMIZE for s in seen)
 
 
 @pytest.mark.parametrize("name", ["jemalloc", "tcmalloc"])
 def test_preloaded_allocators_are_used_or_skipped_with_the_package_to_install(
-    tmp_path: Path, tiny_dataset: Path, probe_env: dict[str, str], name: str
+    tmp_path: Path, measure: Measure, name: str
 ) -> None:
-    rows = _run(tmp_path, tiny_dataset, probe_env, f"--imgbench-allocator={name}", "-k", "probe")
+    ((_, outcome),) = measure(("probe",), ("jpeg",), allocator=name)
     try:
         chosen = allocator(name)
     except AllocatorUnavailableError as exc:
-        assert set(rows["status"]) == {"skipped"}
-        assert rows["reason"].str.contains("apt-get install").all(), str(exc)
+        assert isinstance(outcome, Skipped) and "apt-get install" in outcome.reason, str(exc)
         return
-    assert set(rows["status"]) == {"ok"} and set(rows["allocator"]) == {name}
-    seen = [json.loads(line) for line in (tmp_path / "probe.log").read_text().splitlines()]
-    assert all(s["ld_preload"] == chosen.environment["LD_PRELOAD"] for s in seen)
+    assert isinstance(outcome, Measurement) and outcome.allocator == name
+    assert all(s["ld_preload"] == chosen.environment["LD_PRELOAD"] for s in seen_by_probe(tmp_path))
 
 
-def test_calibration_and_run_rows_agree_between_models(tmp_path: Path, tiny_dataset: Path) -> None:
+def test_calibration_and_run_rows_agree_between_models(measure: Measure) -> None:
     """The same quick reader case, in a worker and in-process: same work per round."""
-    frames = []
+    found = []
     for model in ("worker", "in-process"):
-        result = run_pytest(
-            [
-                str(ROOT / "benches" / "bench_readers.py"),
-                "--imgbench-profile=quick",
-                f"--dataset={tiny_dataset}",
-                f"--imgbench-results={tmp_path / model}",
-                f"--imgbench-process={model}",
-                "--imgbench-host-gate=1.3",  # the gate's own check: on in both models
-                "-k",
-                "pillow and jpeg",
-            ],
-            cwd=ROOT,
+        ((case, outcome),) = measure(
+            ("pillow",),
+            ("jpeg",),
+            profile="quick",
+            process_model=model,
+            host_max_ratio=1.3,  # the gate's own check: on in both models
         )
-        assert result.returncode == 0, result.stdout[-2000:]
-        (path,) = (tmp_path / model).glob("*.parquet")
-        frames.append(pd.read_parquet(path).iloc[0])
-    worker, here = frames
-    assert worker["process_model"] == "worker" and here["process_model"] == "in-process"
-    assert worker["case_id"] == here["case_id"]
-    assert worker["images_per_round"] % 8 == 0 and here["images_per_round"] % 8 == 0
-    assert json.loads(worker["extra_json"])["verified_images"] == 8
-    for row in frames:  # both models time rounds the same way: gated, with the host recorded
-        assert row["host_max_ratio"] == 1.3 and len(row["host_ratios"]) == row["rounds"]
+        assert isinstance(outcome, Measurement), outcome
+        found.append((case, outcome))
+    (case_w, worker), (case_h, here) = found
+    assert worker.process_model == "worker" and here.process_model == "in-process"
+    assert case_w.case_id == case_h.case_id
+    assert worker.images_per_round % 8 == 0 and here.images_per_round % 8 == 0
+    assert worker.extra["verified_images"] == 8
+    for row in (worker, here):  # both models time rounds the same way: gated, host recorded
+        assert row.host_max_ratio == 1.3 and len(row.host_ratios) == row.rounds
 
 
 def _hung_case(log: Path, timeout_s: float = 120) -> dict[str, int]:
@@ -313,7 +201,6 @@ def test_stopping_a_run_leaves_no_server_case_or_case_process_behind(
     """A run stopped from outside (a CI timeout, a service manager) takes every process with it."""
     import signal
     import subprocess
-    import sys
 
     import psutil
 

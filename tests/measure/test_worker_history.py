@@ -8,7 +8,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 
@@ -26,19 +25,16 @@ from imgbench.measure.settings import WORKER_IMPORTS_ENV, Settings
 from imgbench.measure.threads import current_settings
 from imgbench.profiles import ProfileChoice
 from tests.conftest import run_pytest
-from tests.measure.test_worker import _run, probe_env  # noqa: F401  (a fixture)
+from tests.measure.conftest import Measure, seen_by_probe
+from tests.measure.test_worker import _run
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def _seen(tmp_path: Path) -> list[dict[str, object]]:
-    return [json.loads(line) for line in (tmp_path / "probe.log").read_text().splitlines()]
 
 
 def test_the_server_imports_the_profiles_modules_whatever_was_selected(
     tmp_path: Path,
     tiny_dataset: Path,
-    probe_env: dict[str, str],  # noqa: F811
+    probe_env: dict[str, str],
 ) -> None:
     """The probe profile's formats stage needs lmdb; a session of the probe reader alone has its
     server import it too, unless told to import only what it selected."""
@@ -46,7 +42,7 @@ def test_the_server_imports_the_profiles_modules_whatever_was_selected(
     env.pop(WORKER_IMPORTS_ENV, None)  # the tests' sessions default to selected (tests/conftest.py)
     rows = _run(tmp_path / "profile", tiny_dataset, env, "-k", "probe and jpeg")
     assert list(rows["status"]) == ["ok"] and set(rows["worker_imports"]) == {"profile"}
-    assert all(s["modules"] == ["lmdb"] for s in _seen(tmp_path))
+    assert all(s["modules"] == ["lmdb"] for s in seen_by_probe(tmp_path))
     (tmp_path / "probe.log").unlink()
     rows = _run(
         tmp_path / "selected",
@@ -57,38 +53,32 @@ def test_the_server_imports_the_profiles_modules_whatever_was_selected(
         "--imgbench-worker-imports=selected",
     )
     assert list(rows["status"]) == ["ok"] and set(rows["worker_imports"]) == {"selected"}
-    assert all(s["modules"] == [] for s in _seen(tmp_path))
+    assert all(s["modules"] == [] for s in seen_by_probe(tmp_path))
 
 
 def test_a_case_that_built_shared_inputs_is_measured_again_in_a_fresh_fork(
-    tmp_path: Path,
-    tiny_dataset: Path,
-    probe_env: dict[str, str],  # noqa: F811
+    tmp_path: Path, measure: Measure
 ) -> None:
-    rows = _run(tmp_path, tiny_dataset, probe_env, "-k", "probe and jpeg")
-    (row,) = rows.itertuples()
-    assert row.status == "ok"
+    ((_, outcome),) = measure(("probe",), ("jpeg",))
+    assert isinstance(outcome, Measurement), outcome
     # the reader's reference decodes went to the scratch folder in the first fork
-    assert json.loads(row.extra_json)["measured_again_after_building"] > 0
-    pids = [s["pid"] for s in _seen(tmp_path)]
+    assert outcome.extra["measured_again_after_building"] > 0
+    pids = [s["pid"] for s in seen_by_probe(tmp_path)]
     assert len(pids) == 2 and len(set(pids)) == 2  # two forks, each decoding for the first time
 
 
 def test_several_processes_pool_their_rounds_and_keep_each_figure(
-    tmp_path: Path,
-    tiny_dataset: Path,
-    probe_env: dict[str, str],  # noqa: F811
+    tmp_path: Path, measure: Measure
 ) -> None:
-    rows = _run(tmp_path, tiny_dataset, probe_env, "-k", "probe and jpeg", "--imgbench-processes=3")
-    (row,) = rows.itertuples()
-    assert row.status == "ok" and row.processes == 3
-    assert len(row.process_images_per_s) == 3 and min(row.process_images_per_s) > 0
+    ((_, outcome),) = measure(("probe",), ("jpeg",), processes=3)
+    assert isinstance(outcome, Measurement), outcome
+    assert len(outcome.process_images_per_s) == 3 and min(outcome.process_images_per_s) > 0
     # each process times max(2, ceil(2 rounds / 3)) = 2 rounds; the pooled row keeps all 6
-    assert row.rounds == 6 == len(row.samples_s) == len(row.host_ratios)
+    assert outcome.rounds == 6 == len(outcome.samples_s) == len(outcome.host_ratios)
     # the first process built the references and ran again, then two more: four forks
-    assert len({s["pid"] for s in _seen(tmp_path)}) == 4
-    one = _run(tmp_path / "one", tiny_dataset, probe_env, "-k", "probe and jpeg")
-    assert list(one["processes"]) == [1] and one["process_images_per_s"].isna().all()
+    assert len({s["pid"] for s in seen_by_probe(tmp_path)}) == 4
+    ((_, one),) = measure(("probe",), ("jpeg",))
+    assert isinstance(one, Measurement) and one.process_images_per_s == []
 
 
 def _measurement(images: int, samples: list[float], faults: float) -> Measurement:
