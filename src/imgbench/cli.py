@@ -78,7 +78,10 @@ def run(
     benches: Annotated[Path | None, typer.Option(help="folder of bench files")] = None,
     env_name: Annotated[
         str | None,
-        typer.Option("--env", help="only this environment: main, pillow-simd, tensorflow, mosaic"),
+        typer.Option(
+            "--env",
+            help="only this environment: main, pillow-simd, tensorflow, mosaic, albumentationsx",
+        ),
     ] = None,
     with_envs: Annotated[
         bool,
@@ -322,7 +325,10 @@ def results_import(
 
 
 env_app = typer.Typer(
-    help="Libraries of the matrix, and the isolated environments (pillow-simd, tensorflow, mosaic).",
+    help=(
+        "Libraries of the matrix (version, licence), and the isolated environments "
+        "(pillow-simd, tensorflow, mosaic, albumentationsx)."
+    ),
     invoke_without_command=True,
 )
 app.add_typer(env_app, name="env")
@@ -330,7 +336,9 @@ app.add_typer(env_app, name="env")
 
 @env_app.command("create")
 def env_create(
-    name: Annotated[str, typer.Argument(help="pillow-simd | tensorflow | mosaic")],
+    name: Annotated[
+        str, typer.Argument(help="pillow-simd | tensorflow | mosaic | albumentationsx")
+    ],
 ) -> None:
     """Build an isolated venv under .venvs/NAME with imgbench and that library, verified."""
     from imgbench.envs import EnvError, create_env
@@ -356,12 +364,13 @@ def env(ctx: typer.Context) -> None:
         f"{info.ram_bytes / 2**30:.1f} GiB, {info.os}, Python {info.python_version}",
         highlight=False,
     )
-    table = Table("stage", "library", "version", "status")
+    table = Table("stage", "library", "version", "licence", "status")
     for status in library_statuses():
         table.add_row(
             status.stage,
             status.library,
             status.version or "",
+            status.licence or "",
             "[green]available[/]" if status.available else f"[red]unavailable[/]: {status.reason}",
         )
     console.print(table)

@@ -275,7 +275,7 @@ ENVIRONMENTS: dict[str, EnvSpec] = {
         # Pillow as installed and never puts a plain one over pillow-simd
         layered=True,
         replaces=("pillow",),
-        licence="HPND (PIL licence)",
+        licence="MIT-CMU",
     ),
     "tensorflow": EnvSpec(
         name="tensorflow",

@@ -45,7 +45,7 @@ class LibrarySpec:
 
     def unmet_requirement(self) -> str | None:
         """Why this library cannot run here, or None."""
-        reason = wrong_environment(self.environment)
+        reason = wrong_environment(self.environment, self.dist)
         if reason is None:
             reason = missing_module(self.library, self.requires)
         if reason is None and self.check is not None:
@@ -53,13 +53,16 @@ class LibrarySpec:
         return reason
 
 
-def wrong_environment(environment: str) -> str | None:
+def wrong_environment(environment: str, dist: str | None = None) -> str | None:
     """Why an isolated environment's library cannot run in this interpreter (its env is not
     built, or this is another env), or None; the main env's libraries go by their imports."""
-    if environment == "main":
-        return None
-    from imgbench.envs import environment_problem
+    from imgbench.envs import environment_problem, replaced_here
 
+    if environment == "main":
+        # in an env that replaces the dist's import package, the main entry would measure the
+        # replacement under the original's name (PIL is pillow-simd there)
+        env = replaced_here(dist)
+        return f"{dist}: the {env} environment replaces its module" if env else None
     return environment_problem(environment)
 
 

@@ -269,6 +269,7 @@ def test_shadowed_distributions_are_second_copies_of_main_packages(tmp_path: Pat
     _dist(main, "torch", "2.14.1")
     assert shadowed_distributions(own, [main]) == ["numpy 2.1.3 over 2.4.6"]
     assert shadowed_distributions(main, [own]) == ["numpy 2.4.6 over 2.1.3"]
+    assert shadowed_distributions(own, [main], allowed=("numpy",)) == []  # an env's may_shadow
     (own / "numpy-2.1.3.dist-info" / "METADATA").unlink()
     assert shadowed_distributions(own, [main]) == []
 
@@ -276,7 +277,9 @@ def test_shadowed_distributions_are_second_copies_of_main_packages(tmp_path: Pat
 def test_the_mosaic_env_is_layered_and_links_weed() -> None:
     spec = ENVIRONMENTS["mosaic"]
     assert spec.layered and spec.link_bin == ("weed",)
-    assert not ENVIRONMENTS["tensorflow"].layered and not ENVIRONMENTS["pillow-simd"].layered
+    assert not ENVIRONMENTS["tensorflow"].layered
+    # pillow-simd and AlbumentationsX are layered too: torch, OpenCV and the rest are the main env's
+    assert ENVIRONMENTS["pillow-simd"].layered and ENVIRONMENTS["albumentationsx"].layered
     good = {"streaming": "0.13.0", "numpy": "2.4.6", "layered-over": "/x/site-packages"}
     assert spec.problem(good) is None
     assert "not layered over the main env" in (spec.problem({**good, "layered-over": ""}) or "")

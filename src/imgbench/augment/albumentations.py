@@ -1,5 +1,7 @@
 """albumentations 2.x on HxWx3 uint8 numpy arrays; each transform called directly with p=1.
 
+The same module runs AlbumentationsX (its ``albumentations`` package, in the albumentationsx env).
+
 Random-range parameters are given degenerate ranges (e.g. brightness=(1.3, 1.3)) so the
 library's own sampling still runs while the result is checkable. Downscales use INTER_AREA
 (``area_for_downscale="image"``): OpenCV's INTER_LINEAR is not antialiased, and the other
@@ -11,8 +13,11 @@ from __future__ import annotations
 import os
 
 os.environ.setdefault("NO_ALBUMENTATIONS_UPDATE", "1")
+os.environ.setdefault("ALBUMENTATIONS_NO_TELEMETRY", "1")  # AlbumentationsX's usage events
 
+import inspect
 from collections.abc import Callable
+from typing import Any
 
 import albumentations as A  # noqa: N812 (the library's own convention)
 import cv2
@@ -32,14 +37,43 @@ from imgbench.augment.base import (
 LIBRARY = "albumentations"
 
 
-class _Rotate90Once(A.RandomRotate90):
+# AlbumentationsX (the albumentationsx env) renamed the range arguments (Rotate's limit is
+# angle_range, ColorJitter's brightness brightness_range, ...) and only warns about the old names,
+# ignoring them: each call below names the argument this version takes (``_ranges``)
+X = "angle_range" in inspect.signature(A.Rotate.__init__).parameters
+_RENAMED = {
+    "limit": "angle_range",
+    "blur_limit": "blur_range",
+    "sigma_limit": "sigma_range",
+    "alpha": "alpha_range",
+    "lightness": "lightness_range",
+    "brightness": "brightness_range",
+    "contrast": "contrast_range",
+    "saturation": "saturation_range",
+    "hue": "hue_range",
+}
+
+
+def _ranges(**kwargs: Any) -> dict[str, Any]:
+    """Range arguments under this version's names (AlbumentationsX: ``*_range``)."""
+    return {(_RENAMED.get(k, k) if X else k): v for k, v in kwargs.items()}
+
+
+def _rotate90_once() -> A.BasicTransform:
     """RandomRotate90 always by one quarter turn: the others' fixed rotate-90, same kernel.
 
     The stock transform draws k in 0..3, so a quarter of its calls would be no-ops.
+    AlbumentationsX takes the turn as ``group_element`` (it rejects a ``get_params`` override);
+    albumentations 2.0 has no such argument, so its draw is overridden.
     """
+    if "group_element" in inspect.signature(A.RandomRotate90.__init__).parameters:
+        return A.RandomRotate90(group_element="r90", p=1)
 
-    def get_params(self) -> dict[str, int]:
-        return {"factor": 1}
+    class _Rotate90Once(A.RandomRotate90):
+        def get_params(self) -> dict[str, int]:
+            return {"factor": 1}
+
+    return _Rotate90Once(p=1)
 
 
 # Albumentations 2 seeds each transform and pipeline from the OS unless told: the same case then
@@ -57,7 +91,36 @@ def _op(transform: A.BasicTransform, output: OutputKind = "u8") -> Op:
 
 
 def _jitter(b: float = 1.0, c: float = 1.0, s: float = 1.0, h: float = 0.0) -> A.ColorJitter:
-    return A.ColorJitter(brightness=(b, b), contrast=(c, c), saturation=(s, s), hue=(h, h), p=1)
+    return A.ColorJitter(
+        **_ranges(brightness=(b, b), contrast=(c, c), saturation=(s, s), hue=(h, h)), p=1
+    )
+
+
+def _random_jitter() -> A.ColorJitter:
+    """spec.JITTER's strengths: factors in [1 - x, 1 + x], hue in [-h, h] (albumentations 2.0
+    takes the scalars; AlbumentationsX only the ranges)."""
+    b, c, s, h = spec.JITTER
+    if not X:
+        return A.ColorJitter(brightness=b, contrast=c, saturation=s, hue=h, p=1)
+    return A.ColorJitter(
+        **_ranges(brightness=(1 - b, 1 + b), contrast=(1 - c, 1 + c), saturation=(1 - s, 1 + s)),
+        hue_range=(-h, h),
+        p=1,
+    )
+
+
+def _gaussian_blur(sigma: tuple[float, float]) -> A.GaussianBlur:
+    return A.GaussianBlur(
+        **_ranges(blur_limit=(spec.BLUR_KERNEL, spec.BLUR_KERNEL), sigma_limit=sigma), p=1
+    )
+
+
+def _elastic() -> A.ElasticTransform:
+    """AlbumentationsX replaced alpha/sigma (a Gaussian-smoothed field) with a displacement range
+    on a control grid: its defaults there (a random transform: shape, dtype and range checked)."""
+    if X:
+        return A.ElasticTransform(fill=0, p=1)
+    return A.ElasticTransform(alpha=spec.ELASTIC_ALPHA, sigma=spec.ELASTIC_SIGMA, fill=0, p=1)
 
 
 def _to_tensor() -> Op:
@@ -92,10 +155,13 @@ AREA = {"interpolation": cv2.INTER_LINEAR, "area_for_downscale": "image"}
 TRANSFORMS: dict[str, Callable[[], Op]] = {
     "hflip": lambda: _op(A.HorizontalFlip(p=1)),
     "vflip": lambda: _op(A.VerticalFlip(p=1)),
-    "rotate90": lambda: _op(_Rotate90Once(p=1)),
+    "rotate90": lambda: _op(_rotate90_once()),
     "rotate": lambda: _op(
         A.Rotate(
-            limit=(spec.ROTATE_DEG, spec.ROTATE_DEG), border_mode=cv2.BORDER_CONSTANT, fill=0, p=1
+            **_ranges(limit=(spec.ROTATE_DEG, spec.ROTATE_DEG)),
+            border_mode=cv2.BORDER_CONSTANT,
+            fill=0,
+            p=1,
         )
     ),
     "affine": lambda: _op(
@@ -124,29 +190,17 @@ TRANSFORMS: dict[str, Callable[[], Op]] = {
     "contrast": lambda: _op(_jitter(c=spec.CONTRAST)),
     "saturation": lambda: _op(_jitter(s=spec.SATURATION)),
     "hue": lambda: _op(_jitter(h=spec.HUE)),
-    "color_jitter": lambda: _op(
-        A.ColorJitter(
-            brightness=spec.JITTER[0],
-            contrast=spec.JITTER[1],
-            saturation=spec.JITTER[2],
-            hue=spec.JITTER[3],
-            p=1,
-        )
-    ),
+    "color_jitter": lambda: _op(_random_jitter()),
     "grayscale": lambda: _op(A.ToGray(num_output_channels=3, method="weighted_average", p=1)),
-    "gaussian_blur": lambda: _op(
-        A.GaussianBlur(
-            blur_limit=(spec.BLUR_KERNEL, spec.BLUR_KERNEL),
-            sigma_limit=(spec.BLUR_SIGMA, spec.BLUR_SIGMA),
-            p=1,
-        )
-    ),
+    "gaussian_blur": lambda: _op(_gaussian_blur((spec.BLUR_SIGMA, spec.BLUR_SIGMA))),
     "median_blur": lambda: _op(
-        A.MedianBlur(blur_limit=(spec.MEDIAN_KERNEL, spec.MEDIAN_KERNEL), p=1)
+        A.MedianBlur(**_ranges(blur_limit=(spec.MEDIAN_KERNEL, spec.MEDIAN_KERNEL)), p=1)
     ),
-    "sharpen": lambda: _op(A.Sharpen(alpha=(0.5, 0.5), lightness=(1.0, 1.0), p=1)),
+    "sharpen": lambda: _op(A.Sharpen(**_ranges(alpha=(0.5, 0.5), lightness=(1.0, 1.0)), p=1)),
     "equalize": lambda: _op(A.Equalize(mode="pil", by_channels=True, p=1)),
-    "posterize": lambda: _op(A.Posterize(num_bits=spec.POSTERIZE_BITS, p=1)),
+    "posterize": lambda: _op(  # AlbumentationsX takes a range only
+        A.Posterize(num_bits=(spec.POSTERIZE_BITS,) * 2 if X else spec.POSTERIZE_BITS, p=1)
+    ),
     "solarize": lambda: _op(A.Solarize(threshold_range=(spec.SOLARIZE_THRESHOLD / 255,) * 2, p=1)),
     "invert": lambda: _op(A.InvertImg(p=1)),
     "normalize": lambda: _op(A.Normalize(mean=IMAGENET_MEAN, std=IMAGENET_STD), "norm"),
@@ -154,9 +208,7 @@ TRANSFORMS: dict[str, Callable[[], Op]] = {
     "random_erasing": lambda: _op(
         A.Erasing(scale=spec.ERASE_SCALE, ratio=spec.ERASE_RATIO, fill=0, p=1)
     ),
-    "elastic": lambda: _op(
-        A.ElasticTransform(alpha=spec.ELASTIC_ALPHA, sigma=spec.ELASTIC_SIGMA, fill=0, p=1)
-    ),
+    "elastic": lambda: _op(_elastic()),
     "jpeg": lambda: _op(
         A.ImageCompression(quality_range=(spec.JPEG_QUALITY, spec.JPEG_QUALITY), p=1)
     ),
@@ -164,13 +216,12 @@ TRANSFORMS: dict[str, Callable[[], Op]] = {
 
 
 def _train() -> list[A.BasicTransform]:
-    b, c, s, h = spec.JITTER
     return [
         A.RandomResizedCrop(
             size=(spec.SIZE, spec.SIZE), scale=spec.RRC_SCALE, ratio=spec.RRC_RATIO, **AREA
         ),
         A.HorizontalFlip(p=spec.FLIP_P),
-        A.ColorJitter(brightness=b, contrast=c, saturation=s, hue=h, p=1),
+        _random_jitter(),
         A.Normalize(mean=IMAGENET_MEAN, std=IMAGENET_STD),
     ]
 
@@ -179,10 +230,8 @@ def _heavy() -> list[A.BasicTransform]:
     train = _train()
     return [
         *train[:3],
-        A.Rotate(limit=(-spec.HEAVY_ROTATE_DEG, spec.HEAVY_ROTATE_DEG), fill=0, p=1),
-        A.GaussianBlur(
-            blur_limit=(spec.BLUR_KERNEL, spec.BLUR_KERNEL), sigma_limit=spec.HEAVY_BLUR_SIGMA, p=1
-        ),
+        A.Rotate(**_ranges(limit=(-spec.HEAVY_ROTATE_DEG, spec.HEAVY_ROTATE_DEG)), fill=0, p=1),
+        _gaussian_blur(spec.HEAVY_BLUR_SIGMA),
         train[3],
         A.Erasing(scale=spec.ERASE_SCALE, ratio=spec.ERASE_RATIO, fill=0, p=spec.HEAVY_ERASE_P),
     ]

@@ -30,11 +30,14 @@ class AugmentLibrary(LibrarySpec):
     # have theirs in augment/spec.py's ROWS): which transforms it implements, and how
     rows: tuple[Row, ...] = ()
     pipeline_names: tuple[str, ...] | None = None  # the pipelines it builds; None: every one
+    # the library whose parameter-table rows (spec.py) it implements, when it is another build of
+    # that library's module in an isolated env (pillow-simd: Pillow's; AlbumentationsX: albumentations')
+    rows_of: str | None = None
 
     def row(self, transform: str) -> Row | None:
         """How this library implements ``transform``, or None when it does not."""
         own = next((r for r in self.rows if r.transform == transform), None)
-        return own if own is not None else spec.row(transform, self.library)
+        return own if own is not None else spec.row(transform, self.rows_of or self.library)
 
     def transforms(self) -> dict[str, Callable[[], Op]]:
         return importlib.import_module(self.module).transforms(self.input)
@@ -44,6 +47,27 @@ class AugmentLibrary(LibrarySpec):
         if kind is None:
             raise ValueError(f"{self.key} has no batch mode")
         return importlib.import_module(self.module).pipelines(kind)
+
+
+def _pillow_simd_problem() -> str | None:
+    from imgbench.readers.registry import pillow_simd_problem_here
+
+    return pillow_simd_problem_here()
+
+
+def _albumentationsx_problem() -> str | None:
+    """The albumentations module must be AlbumentationsX's (the main env's MIT one is behind it)."""
+    from importlib import metadata
+
+    import albumentations
+
+    try:
+        version = metadata.version("albumentationsx")
+    except metadata.PackageNotFoundError:
+        return "albumentationsx: not installed in this environment"
+    if albumentations.__version__ != version:
+        return f"albumentationsx: the albumentations module is {albumentations.__version__}"
+    return None
 
 
 LIBRARIES: tuple[AugmentLibrary, ...] = (
@@ -110,6 +134,34 @@ LIBRARIES: tuple[AugmentLibrary, ...] = (
         input="hwc-uint8",
         pipeline_input="hwc-uint8",
         parallel=True,
+    ),
+    # the same adapters in the isolated envs that replace their import package: the rows say
+    # pillow-simd / albumentationsx, with those distributions' versions
+    AugmentLibrary(
+        library="pillow-simd",
+        variant="pil",
+        module="imgbench.augment.pillow",
+        requires=("PIL",),
+        dist="pillow-simd",
+        environment="pillow-simd",
+        input="pil",
+        pipeline_input="pil",
+        rows_of="pillow",
+        check=_pillow_simd_problem,
+    ),
+    AugmentLibrary(
+        library="albumentationsx",
+        variant="numpy",
+        module="imgbench.augment.albumentations",
+        requires=("cv2", "albumentations"),
+        dist="albumentationsx",
+        environment="albumentationsx",
+        input="hwc-uint8",
+        pipeline_input="hwc-uint8",
+        parallel=True,
+        rows_of="albumentations",
+        check=_albumentationsx_problem,
+        note="AlbumentationsX (AGPL-3.0), the successor of MIT albumentations 2.0.8",
     ),
 )
 

@@ -661,4 +661,11 @@ KNOWN_DISAGREEMENTS: dict[tuple[str, str], str] = {
     ("jpeg", "albumentations/numpy"): "encodes RGB arrays as if BGR (same as cv2.imencode on RGB)",
     ("light", "albumentations/numpy"): "INTER_AREA resize plus the floored centre crop",
     ("light", "kornia/tensor"): "SmallestMaxSize without antialias plus the floored centre crop",
+    # AlbumentationsX 2.5.1 (its own env): the same findings as albumentations 2.0.8, except
+    # equalize, whose mode='pil' now maps the histogram as PIL does
+    ("affine", "albumentationsx/numpy"): "rotation and shear compose in another order",
+    ("center_crop", "albumentationsx/numpy"): "floors an odd margin; torchvision rounds: 1 px",
+    ("sharpen", "albumentationsx/numpy"): "A.Sharpen is another definition (kernel, not PIL blend)",
+    ("jpeg", "albumentationsx/numpy"): "encodes RGB arrays as if BGR (same as cv2.imencode on RGB)",
+    ("light", "albumentationsx/numpy"): "INTER_AREA resize plus the floored centre crop",
 }

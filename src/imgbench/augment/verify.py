@@ -77,16 +77,9 @@ def photos() -> tuple[tuple[str, np.ndarray], ...]:
 
 
 def _available(lib: AugmentLibrary) -> bool:
-    from imgbench.measure.case import Case
-
-    probe = Case(
-        stage="augment",
-        library=lib.library,
-        variant=lib.variant,
-        prepare=None,  # type: ignore[arg-type]  # a requirement probe is never prepared
-        requires=lib.requires,
-    )
-    return probe.unmet_requirement() is None
+    """Runs here: its env (an isolated env's entry only there; a main entry not where its module
+    is replaced, e.g. albumentations in the AlbumentationsX env), its imports and its check."""
+    return lib.unmet_requirement() is None
 
 
 def _seed() -> None:

@@ -92,7 +92,7 @@ class Case:
 
     def unmet_requirement(self) -> str | None:
         """Why this case cannot run here, or None."""
-        reason = wrong_environment(self.environment)
+        reason = wrong_environment(self.environment, self.dist)
         if reason is None:
             reason = missing_module(self.library, self.requires)
         if reason is None and self.check is not None:

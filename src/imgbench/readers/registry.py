@@ -328,6 +328,17 @@ READERS: tuple[ReaderSpec, ...] = (
         disk_call="ajpegli.imread(path)",
         note="jpegli: ajpegli.imdecode(data, mode=RGB)",
     ),
+    ReaderSpec(
+        library="mxnet",
+        variant="imdecode",
+        adapter="imgbench.readers.mxnet:Imdecode",
+        requires=("mxnet",),
+        dist="mxnet",
+        codecs=frozenset({"jpeg", "png", "bmp", "tiff"}),  # its OpenCV has no WebP
+        environment="mxnet",
+        disk_call="mx.image.imread(path)",
+        note="MXNet 1.9.1's bundled OpenCV decoders, an engine operator; asnumpy() copies out",
+    ),
 )
 
 assert all(s.codecs <= frozenset(CODECS) for s in READERS)
@@ -367,9 +378,5 @@ UNAVAILABLE: tuple[tuple[str, str], ...] = (
     (
         "scipy.misc.imread",
         "removed in SciPy 1.2 (2019); its replacement is imageio, measured as `imageio`",
-    ),
-    (
-        "mxnet mx.image.imdecode",
-        "Apache MXNet is retired (moved to the Attic in 2023); no wheels for Python 3.11 + numpy 2",
     ),
 )
