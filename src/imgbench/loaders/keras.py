@@ -85,9 +85,15 @@ class KerasLoader:
     def worker_pids(self) -> list[int]:
         import psutil
 
-        return [
-            c.pid for c in psutil.Process().children() if c.cmdline() == psutil.Process().cmdline()
-        ]
+        me = psutil.Process().cmdline()
+        pids = []
+        for child in psutil.Process().children():
+            try:  # a pool worker that just ended is a zombie until reaped: not a worker
+                if child.cmdline() == me:
+                    pids.append(child.pid)
+            except psutil.NoSuchProcess:  # ZombieProcess included
+                continue
+        return pids
 
     def close(self) -> None:
         if self._adapter is not None:
