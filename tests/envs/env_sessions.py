@@ -1,0 +1,81 @@
+"""One bench session run for real in an isolated env, on a few photos: what its rows say.
+
+A small profile declared in a pyproject.toml (``IMGBENCH_PYPROJECT``): the default profile's
+plans (so its environment pipelines), one transform and one pipeline, batches of four, three
+rounds. The session selects its env's own cases; ``keyword`` narrows them further.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from imgbench.envs import env_dir
+from imgbench.paths import repo_root
+
+BENCHES = Path(__file__).resolve().parents[2] / "benches"
+
+PROFILE = """
+[tool.imgbench.profiles.env-e2e]
+base = "default"
+rounds = 3
+warmup_rounds = 1
+max_images = 10
+host_budget_s = 0.0
+[tool.imgbench.profiles.env-e2e.augment]
+transforms = ["hflip"]
+pipelines = ["train-classification"]
+pipeline_threads_default = false
+batch_sizes = []
+max_images = 4
+budget_s = 0.5
+[tool.imgbench.profiles.env-e2e.loader]
+batch_size = 4
+"""
+
+
+def env_python(name: str) -> Path:
+    """The env's interpreter; the test skips, naming the command, when the env is not built."""
+    root = repo_root()
+    assert root is not None
+    python = env_dir(name, root) / "bin" / "python"
+    if not python.exists():
+        pytest.skip(f"{name} env not built here (`imgbench env create {name}`)")
+    return python
+
+
+def run_session(name: str, out: Path, dataset: Path, keyword: str) -> pd.DataFrame:
+    """The augment and loader benches in env ``name``; its rows (the session must pass)."""
+    python = env_python(name)
+    (out / "pyproject.toml").write_text(PROFILE)
+    proc = subprocess.run(
+        [
+            str(python),
+            "-m",
+            "pytest",
+            "-p",
+            "no:cacheprovider",
+            str(BENCHES / "bench_augment.py"),
+            str(BENCHES / "bench_loaders.py"),
+            f"--imgbench-env={name}",
+            "--imgbench-profile=env-e2e",
+            f"--dataset={dataset}",
+            f"--imgbench-results={out / 'results'}",
+            "-k",
+            keyword,
+        ],
+        cwd=out,
+        env={**os.environ, "IMGBENCH_PYPROJECT": str(out / "pyproject.toml")},
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    frames = [pd.read_parquet(p) for p in sorted((out / "results").glob("*.parquet"))]
+    assert frames, proc.stdout[-3000:]
+    return pd.concat(frames, ignore_index=True)

@@ -1,0 +1,111 @@
+"""AlbumentationsX (AGPL-3.0) in its own env beside MIT albumentations 2.0.8, run for real.
+
+`make test` builds the env (`imgbench env create albumentationsx`); where it is missing these
+tests skip naming that command. One session in the env (its augment and loader cases on ten
+photos) is shared by the module.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import subprocess
+from importlib import metadata
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from imgbench.envs import (
+    ENVIRONMENTS,
+    main_site_packages,
+    shadowed_distributions,
+    site_packages_of,
+    verify_env,
+)
+from imgbench.paths import repo_root
+from tests.envs.env_sessions import env_python, run_session
+
+
+@pytest.fixture(scope="module")
+def ax_rows(tmp_path_factory: pytest.TempPathFactory, tiny_dataset: Path) -> pd.DataFrame:
+    out = tmp_path_factory.mktemp("albumentationsx-session")
+    return run_session("albumentationsx", out, tiny_dataset, "albumentationsx")
+
+
+def test_the_env_is_albumentationsx_layered_over_the_main_env() -> None:
+    python = env_python("albumentationsx")
+    found = facts()
+    assert found["albumentationsx"].startswith("2.5.")
+    assert found["albumentations"] == found["albumentationsx"]  # the module is AlbumentationsX
+    assert found["licence"].startswith("AGPL-3.0") and found["module-own-site"] == "True"
+    # only albucore is a second copy (AlbumentationsX pins its own); numpy, OpenCV and torch
+    # are the main env's
+    own, main = site_packages_of(python), main_site_packages()
+    allowed = ENVIRONMENTS["albumentationsx"].may_shadow
+    assert shadowed_distributions(own, main, allowed) == []
+    assert [s.split()[0] for s in shadowed_distributions(own, main)] == ["albucore"]
+    assert not any((own / name).exists() for name in ("numpy", "cv2", "torch"))
+    # the main env keeps MIT albumentations 2.0.8, whose entry does not run in the env
+    assert metadata.version("albumentations").startswith("2.0.")
+    code = (
+        "from imgbench.augment.registry import get_library as g;"
+        "print(g('albumentations/numpy').unmet_requirement());"
+        "print(g('albumentationsx/numpy').unmet_requirement())"
+    )
+    out = subprocess.run([str(python), "-c", code], capture_output=True, text=True, check=True)
+    replaced, own_entry = out.stdout.strip().splitlines()
+    assert "albumentationsx environment replaces" in replaced and own_entry == "None"
+
+
+def test_imgbench_env_names_both_licences() -> None:
+    """`imgbench env`'s rows for both (the whole listing imports every library: 11 s here)."""
+    from imgbench.libraries import _isolated_status, _main_licence
+
+    assert _main_licence("albumentations") == "MIT"
+    env_python("albumentationsx")
+    status = _isolated_status("augment", "albumentationsx", "albumentationsx", "albumentationsx")
+    assert status.available and (status.licence or "").startswith("AGPL-3.0")
+    assert (status.version or "").startswith("2.5.")
+
+
+def test_rows_say_albumentationsx_and_its_version(ax_rows: pd.DataFrame) -> None:
+    assert (ax_rows.status == "ok").all(), ax_rows.reason.tolist()
+    assert (ax_rows.environment == "albumentationsx").all()
+    augment = ax_rows[ax_rows.stage == "augment"]
+    assert set(augment.library) == {"albumentationsx"}
+    assert set(augment.library_version) == {metadata_in_env_version()}
+    assert {
+        json.loads(p).get("transform") or json.loads(p).get("pipeline") for p in augment.params_json
+    } == {
+        "hflip",
+        "train-classification",
+    }
+
+
+@functools.cache
+def facts() -> dict[str, str]:
+    """The env's verified facts, read once (each read imports torch and OpenCV there)."""
+    return verify_env("albumentationsx", repo_root())
+
+
+def metadata_in_env_version() -> str:
+    return facts()["albumentationsx"]
+
+
+def test_an_agreement_case_passes_in_the_env(ax_rows: pd.DataFrame) -> None:
+    """hflip is compared with torchvision's output there, as albumentations' is in the main env."""
+    row = ax_rows[ax_rows.params_json.str.contains('"hflip"')].iloc[0]
+    extra = json.loads(row.extra_json)
+    assert extra["agreement"] == "pass" and extra["agreement_reference"] == "torchvision/v2-tensor"
+    assert extra["output_check"].startswith("pass"), extra
+
+
+def test_the_default_loader_pipeline_runs_with_albumentationsx(ax_rows: pd.DataFrame) -> None:
+    loader = ax_rows[ax_rows.stage == "loader"]
+    assert set(loader.workers) == {0, 2}  # the default profile's extra-pipeline counts
+    for _, row in loader.iterrows():
+        extra = json.loads(row.extra_json)
+        assert row.variant == "files-opencv-albumentationsx"
+        assert extra["first_batch_check"] == "pass"
+        assert extra["pipeline_versions"]["albumentationsx"] == metadata_in_env_version()
