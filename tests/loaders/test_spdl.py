@@ -1,0 +1,160 @@
+"""SPDL's pipeline as a loader, on real photos: right batches in threads and in its subprocess,
+with the Python decoders and with spdl.io's FFmpeg decode; broken files named; nothing left."""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+from pathlib import Path
+
+import psutil
+import pytest
+import torch
+
+from imgbench.loaders import cases
+from imgbench.loaders.base import LoaderError
+from imgbench.loaders.pipeline import FileSource, SamplePipeline
+from imgbench.loaders.plan import LoaderPlan
+from imgbench.loaders.registry import get_loader, pipeline_config
+from imgbench.measure.context import CaseContext
+from imgbench.profiles import get_profile
+from imgbench.readers.registry import find_spec
+from imgbench.readers.spdl import ffmpeg_problem
+
+pytest.importorskip("spdl.pipeline")
+
+PLAN = get_profile("quick").plan(LoaderPlan)
+FFMPEG = ffmpeg_problem()
+needs_ffmpeg = pytest.mark.skipif(FFMPEG is not None, reason=str(FFMPEG))
+
+
+def _children() -> set[int]:
+    return {p.pid for p in psutil.Process().children(recursive=True)}
+
+
+def _run(ctx: CaseContext, library: str, threads: int, pipeline: str):  # type: ignore[no-untyped-def]
+    case = cases.loader_case(library, threads, plan=PLAN, config=pipeline_config(pipeline))
+    reason = case.unmet_requirement()
+    if reason:
+        pytest.skip(reason)
+    workload = case.prepare(ctx, case)
+    run = workload.fn.__self__  # the LoaderRun
+    try:
+        for _ in range(3):  # past the warm-up batches: the rest are counted
+            for item in workload.items:
+                workload.fn(item)
+        batch = next(run._iterator)
+    finally:
+        workload.close()
+    return workload, batch
+
+
+@pytest.mark.parametrize(
+    ("library", "pipeline"),
+    [
+        ("spdl", "default"),
+        pytest.param("spdl", "spdl-io", marks=needs_ffmpeg),
+        pytest.param("spdl-subprocess", "spdl-io", marks=needs_ffmpeg),
+    ],
+)
+def test_batches_and_cleanup(photo_ctx: CaseContext, library: str, pipeline: str) -> None:
+    threads_before = {t.ident for t in threading.enumerate()}
+    children_before = _children()
+    workload, batch = _run(photo_ctx, library, 2, pipeline)
+    images, labels, stage_s, collate_s = batch
+    assert images.shape == (8, 3, 224, 224) and images.dtype == torch.float32
+    assert set(labels.tolist()) <= {0, 1}
+    assert stage_s.shape == (8, 3) and (stage_s > 0).all() and collate_s > 0
+    extra = workload.extra
+    assert extra["first_batch_check"] == "pass"
+    assert set(extra["stage_times_s"]) == {"read", "decode", "augment", "collate"}
+    assert extra["spdl_concurrency"] == 2
+    assert "spdl-core" in extra["pipeline_versions"]
+    if pipeline == "spdl-io":
+        assert extra["pipeline_versions"]["spdl-io"]
+    if library == "spdl-subprocess":
+        assert extra["spdl_mode"] == "subprocess" and len(extra["worker_pids"]) == 1
+        assert {p["process"] for p in extra["memory_timeline"]} >= {"main", "worker-0"}
+    else:
+        assert extra["spdl_mode"] == "threads" and extra["worker_pids"] == []
+    assert extra["workers_alive_after_close"] == [] and extra["workers_left_after_reap"] == []
+    # nothing outlives the case: no thread of SPDL's, no process
+    assert {t.ident for t in threading.enumerate() if t.is_alive()} <= threads_before
+    assert not [p for p in _children() - children_before if psutil.pid_exists(p)]
+
+
+def _bad_folder(root: Path, photo_dir: Path) -> list[str]:
+    """Three good photos, a truncated JPEG, a zero-byte file and a PNG named .jpg."""
+    from PIL import Image
+
+    good = sorted(photo_dir.rglob("*.jpg"))[:3]
+    data = good[0].read_bytes()
+    files = {f"good_{i}.jpg": p.read_bytes() for i, p in enumerate(good)}
+    files["truncated.jpg"] = data[: len(data) // 2]
+    files["empty.jpg"] = b""
+    with Image.open(good[1]) as image:
+        image.save(root / "png_named.jpg", format="PNG")
+    for name, payload in files.items():
+        (root / name).write_bytes(payload)
+    return sorted(str(p) for p in root.iterdir())
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize(
+    ("library", "pipeline", "named"),
+    [
+        pytest.param("spdl", "spdl-io", ("truncated.jpg", "empty.jpg"), marks=needs_ffmpeg),
+        ("spdl-subprocess", "default", ("empty.jpg",)),  # OpenCV returns the truncated part
+    ],
+)
+def test_broken_files_are_named(
+    tmp_path: Path, photo_dir: Path, library: str, pipeline: str, named: tuple[str, ...]
+) -> None:
+    paths = _bad_folder(tmp_path, photo_dir)
+    source = FileSource(paths, [0] * len(paths))
+    params = {"workers": 2, "batch_size": len(paths), "batch_timeout_s": 30}
+    pipeline_ = SamplePipeline(source, pipeline_config(pipeline))
+    loader = get_loader(library).load().build(pipeline_, params)
+    children_before = _children()
+    try:
+        with pytest.raises(LoaderError) as caught:
+            next(loader.batches())
+    finally:
+        loader.close()
+    message = str(caught.value)
+    for name in named:
+        assert str(tmp_path / name) in message, message
+    assert "png_named.jpg" not in message  # decoded by its content, as the scan identifies it
+    assert not [p for p in _children() - children_before if psutil.pid_exists(p)]
+
+
+def test_missing_ffmpeg_skips_with_the_reason() -> None:
+    """The registry's check loads FFmpeg's libraries for real: a library that is not there is a
+    skipped case naming it and the Debian packages, for the reader and the loader rows."""
+    reason = ffmpeg_problem(("avcodec_imgbench_missing",))
+    assert reason is not None
+    assert "libavcodec_imgbench_missing" in reason and "libavcodec59" in reason
+    spec = find_spec("spdl", "load-image")
+    assert spec.check is not None and spec.check() == FFMPEG
+    broken = dataclasses.replace(spec, check=lambda: ffmpeg_problem(("avcodec_imgbench_missing",)))
+    assert broken.unmet_requirement() == reason
+    case = cases.loader_case("spdl", 2, plan=PLAN, config=pipeline_config("spdl-io"))
+    assert case.unmet_requirement() == FFMPEG  # the decoder's check reaches the loader rows
+    assert cases.loader_case("spdl", 2, plan=PLAN).unmet_requirement() is None
+
+
+def test_default_profile_runs_a_small_sweep_and_the_subprocess() -> None:
+    planned = [
+        c
+        for c in cases.loader_cases(get_profile("default"))
+        if "spdl" in c.library and "accelerator_images_per_s" not in c.params  # AU: elsewhere
+    ]
+    plan = get_profile("default").plan(LoaderPlan)
+    got = sorted((c.library, c.params["workers"], c.params["decoder"]) for c in planned)
+    decoders = ("opencv/imdecode-rgb", "spdl/load-image")
+    want = sorted(
+        [("spdl", t, d) for t in plan.thread_sweep for d in decoders]
+        + [("spdl-subprocess", 2, d) for d in decoders]
+    )
+    assert got == want
+    assert len({c.case_id for c in planned}) == len(planned)
