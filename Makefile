@@ -9,9 +9,11 @@ NAME ?= $(PROFILE)
 # ceiling), chromium (the dashboard's real-browser test), libjpeg62-turbo-dev zlib1g-dev libpng-dev
 # libwebp-dev libtiff-dev (to compile pillow-simd, with WebP and TIFF, in its own environment),
 # libjemalloc2 libtcmalloc-minimal4 (the allocator dimension: LD_PRELOAD in worker processes),
-# valgrind (instruction counts under callgrind: --imgbench-measure=instructions, the regression gate)
+# valgrind (instruction counts under callgrind: --imgbench-measure=instructions, the regression gate),
+# FFmpeg 5.1's libraries (spdl.io decodes through the system's FFmpeg; its wheel ships none)
 APT_PACKAGES ?= libturbojpeg0 libjpeg-turbo-progs chromium libjpeg62-turbo-dev zlib1g-dev libpng-dev \
-  libwebp-dev libtiff-dev libjemalloc2 libtcmalloc-minimal4 valgrind
+  libwebp-dev libtiff-dev libjemalloc2 libtcmalloc-minimal4 valgrind \
+  libavcodec59 libavformat59 libavutil57 libswscale6 libswresample4 libavfilter8 libavdevice59
 EXTRAS ?= all
 STAMP := $(VENV)/.imgbench-installed
 # the tensorflow environment (tf.data, Keras, TensorFlow's decoders), tested by make test
