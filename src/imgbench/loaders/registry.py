@@ -54,7 +54,8 @@ class LoaderSpec(LibrarySpec):
 
     ``sweep``: "workers" runs the plan's worker sweep over its sweep pipelines (and, being the
     reference loader, the plan's knobs, extra pipelines and AU rows); "threads" runs the plan's
-    thread sweep; None runs one row per count in ``workers`` and pipeline in ``pipelines``.
+    thread sweep over each of ``pipelines``; None runs one row per count in ``workers`` and
+    pipeline in ``pipelines``.
     ``experiment`` ("module:function(plan) -> list[Case]") replaces all of that for loaders
     that measure something else (the copy-on-access memory experiment).
     """
