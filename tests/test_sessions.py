@@ -24,6 +24,9 @@ def test_default_adds_environments_and_real_photos_for_readers() -> None:
         "default-pillow-simd-real-sample",
         "default-tensorflow",
         "default-tensorflow-real-sample",
+        "default-albumentationsx",  # its loader pipeline is not on the real photos: no session
+        "default-mxnet",
+        "default-mxnet-real-sample",
         "default-allocator-glibc-tuned",
         "default-allocator-jemalloc",
         "default-allocator-tcmalloc",
@@ -56,6 +59,8 @@ def test_user_dataset_and_env_narrow_the_plan() -> None:
         "main",
         "pillow-simd",
         "tensorflow",
+        "albumentationsx",
+        "mxnet",
     ]
     assert all(s.dataset == "/photos" for s in sessions)
     only = plan_sessions(get_profile("default"), BENCHES, "x", environment="tensorflow")

@@ -1,9 +1,11 @@
 """What one `imgbench run` executes: a pytest session per environment and dataset.
 
-A profile's matrix spans the main environment, the isolated ones (pillow-simd, TensorFlow, Mosaic: each
-runs only its own cases) and, for the stages marked ``extra_datasets`` (readers, loaders), extra
-datasets so that every codec and the whole pipeline are measured on real photos (with the
-profile's ``extra_dataset_plans`` there).
+A profile's matrix spans the main environment, the isolated ones (pillow-simd, TensorFlow, Mosaic,
+AlbumentationsX, ...: each runs only its own cases, those whose registry entry, or whose loader
+pipeline's decoder or augmentation, lives there) and, for the stages marked ``extra_datasets``
+(readers, loaders), extra datasets so that every codec and the whole pipeline are measured on
+real photos (with the profile's ``extra_dataset_plans`` there; an isolated env with no case there
+gets no session on them).
 Each session writes its own parquet file; they share the run name.
 """
 
@@ -107,13 +109,16 @@ def plan_sessions(
         targets += [(extra, extra_benches) for extra in profile.extra_datasets]
     sessions = []
     for env in environments:
+        on_extra = env == "main" or len(targets) == 1 or _runs_on_extra_datasets(profile, env)
         for ds, target in targets:
+            secondary = ds is not None and ds != dataset
+            if secondary and not on_extra:
+                continue  # e.g. albumentationsx: its loader pipeline is the synthetic set's only
             parts = [name]
             if env != "main":
                 parts.append(env)
-            if ds is not None and ds != dataset:
+            if ds is not None and secondary:
                 parts.append(ds)
-            secondary = ds is not None and ds != dataset
             sessions.append(Session(env, ds, target, "-".join(parts), secondary))
     if "main" in environments:
         from imgbench.stages import STAGES
@@ -125,6 +130,20 @@ def plan_sessions(
             label = f"{name}-allocator-{chosen}"
             sessions.append(Session("main", dataset, allocator_benches, label, allocator=chosen))
     return sessions
+
+
+def _runs_on_extra_datasets(profile: Profile, environment: str) -> bool:
+    """Whether an isolated env has cases in the stages run on the extra datasets (with their
+    thinner plans): a session with none would start an interpreter to measure nothing."""
+    from imgbench.stages import STAGES, stage_cases
+
+    extra = profile.on_extra_dataset()
+    return any(
+        case.environment == environment
+        for stage in STAGES
+        if stage.extra_datasets
+        for case in stage_cases(stage.name, extra)
+    )
 
 
 def combined_exit_code(codes: list[int]) -> int:
