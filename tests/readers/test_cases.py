@@ -43,7 +43,7 @@ def test_default_covers_modes_envs_reduced_and_native() -> None:
     # make bench reads JPEG from disk and every codec from memory, one thread
     disk = {c.params["codec"] for c in cases if c.params["mode"] == "disk"}
     assert disk == {"jpeg"} and {c.params["codec"] for c in cases} == {"jpeg", "png", "webp"}
-    assert {c.environment for c in cases} == {"main", "pillow-simd", "tensorflow"}
+    assert {c.environment for c in cases} == {"main", "pillow-simd", "tensorflow", "mxnet"}
     assert {c.dist for c in cases if c.environment == "pillow-simd"} == {"pillow-simd"}
     reduced = [c for c in cases if "reduce" in c.params]
     assert {c.params["reduce"] for c in reduced} == {4}

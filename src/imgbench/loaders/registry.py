@@ -40,6 +40,8 @@ NAMED_PIPELINES: dict[str, PipelineConfig] = {
     "tensorflow-tfrecord": PipelineConfig(
         format="tfrecord", decoder="tensorflow/decode-jpeg", augment="tensorflow"
     ),
+    # MXNet's ImageRecordIter over the .rec it packs (its own format): MXNet's decode and recipe
+    "mxnet-recordio": PipelineConfig(format="recordio", decoder="mxnet/imdecode", augment="mxnet"),
     # from the session's S3 bucket (the local build uploaded; LoaderPlan.s3_pipelines): tar
     # shards, one ranged GET per sample at its index offset (as wids reads shards over HTTP),
     # and one object per image, one GET per sample
@@ -206,6 +208,18 @@ LOADERS: tuple[LoaderSpec, ...] = (
         processes=False,
         experiment=_M + "dali:plan_cases",
         note="NVIDIA DALI pipeline: the train recipe in DALI ops, num_threads swept; CPU here",
+    ),
+    LoaderSpec(
+        library="mxnet-recordio",
+        module=_M + "mxnet_recordio",
+        requires=("mxnet",),
+        dist="mxnet",
+        processes=False,
+        environment="mxnet",
+        sweep="threads",  # preprocess_threads
+        pipelines=("mxnet-recordio",),
+        note="mx.io.ImageRecordIter over a .rec/.idx packed with mx.recordio; preprocess_threads",
+        own_formats=("recordio",),
     ),
     LoaderSpec(
         library="cow-experiment",
