@@ -1,5 +1,6 @@
-"""nvImageCodec on its CPU backend only (``nvidia-nvimgcodec-cu12``): libjpeg-turbo, libpng,
-libwebp, libtiff and OpenCV behind one ``Decoder``, with its own thread pool.
+"""nvImageCodec on its CPU backend only (``nvidia-nvimgcodec-cu12``): libjpeg-turbo (JPEG),
+libtiff, its own BMP parser and a built-in OpenCV (PNG, WebP) behind one ``Decoder``, with its
+own thread pool.
 
 ``Decoder(device_id=NVIMGCODEC_DEVICE_CPU_ONLY, backends=[Backend(BackendKind.CPU_ONLY)],
 max_num_cpu_threads=N)``: the default ``Decoder()`` needs a CUDA driver ("CUDA Runtime failure
