@@ -5,6 +5,8 @@ the reason; one real supply case end to end."""
 from __future__ import annotations
 
 import dataclasses
+import os
+import time
 from pathlib import Path
 
 import numpy as np
@@ -15,6 +17,7 @@ from imgbench.loaders.cases import loader_case, loader_cases
 from imgbench.loaders.pipeline import PipelineConfig
 from imgbench.loaders.plan import LoaderPlan
 from imgbench.loaders.supply import (
+    in_child,
     left_out,
     prepare_supply,
     supply_cases,
@@ -26,7 +29,7 @@ from imgbench.measure.errors import Skip
 from imgbench.profiles import get_profile
 from imgbench.readers.base import JPEG_ONLY, BytesReader, ReaderSpec
 from imgbench.readers.pillow import PillowReader
-from imgbench.readers.registry import readers
+from imgbench.readers.registry import find_spec, readers
 
 HERE = "tests.loaders.test_supply"
 
@@ -54,7 +57,7 @@ def test_one_case_per_jpeg_decoder_per_worker_count() -> None:
     plan = profile.plan(LoaderPlan)
     assert plan.supply_decoders == "all"
     counts = plan.supply_worker_counts()
-    assert counts == tuple(range((__import__("os").cpu_count() or 2) + 1))
+    assert counts == tuple(range((os.cpu_count() or 2) + 1))
     decoders = supply_decoders("all")
     keys = {s.key for s in decoders}
     # every full-size JPEG reader of the main env, from the registry (none listed by hand)
@@ -127,6 +130,25 @@ def test_a_decoder_that_fails_verification_is_left_out(photo_ctx: CaseContext) -
     assert problem == "cannot be built here: RuntimeError: no such device on this machine"
 
 
+def test_a_decoder_that_crashes_or_raises_is_a_reason() -> None:
+    """Verification runs in a forked child: a crash or an exception is the skip's reason."""
+    assert in_child(lambda: None) is None
+    assert in_child(lambda: "wrong pixels") == "wrong pixels"
+    assert in_child(lambda: os._exit(3)) == (
+        "the decoder killed the verifying process (exit code 3)"
+    )
+
+    def raises() -> str | None:
+        raise ZeroDivisionError("division by zero")
+
+    def hangs() -> str | None:
+        time.sleep(30)
+        return None
+
+    assert in_child(raises) == "verification raised ZeroDivisionError: division by zero"
+    assert in_child(hangs, timeout_s=1) == "verification did not finish in 1 s"
+
+
 def test_a_supply_case_skips_with_the_reason(photo_ctx: CaseContext) -> None:
     if torch.cuda.is_available():
         pytest.skip("nvjpeg builds on this machine: no decoder here fails to build")
@@ -137,13 +159,25 @@ def test_a_supply_case_skips_with_the_reason(photo_ctx: CaseContext) -> None:
         case.prepare(photo_ctx, case)
 
 
-def test_a_supply_case_end_to_end(photo_ctx: CaseContext, photo_dir: Path) -> None:
-    """simplejpeg inside the DataLoader at 0 workers: verified, then real batches."""
+@pytest.mark.parametrize(
+    ("decoder", "workers"),
+    [
+        ("simplejpeg/decode-jpeg", 0),
+        # verified in a child: a decode in the loader's process left forked workers deadlocked
+        ("pyvips/new-from-buffer", 1),
+    ],
+)
+def test_a_supply_case_end_to_end(
+    photo_ctx: CaseContext, photo_dir: Path, decoder: str, workers: int
+) -> None:
+    """A decoder inside the DataLoader: verified, then real batches."""
     plan = dataclasses.replace(
-        get_profile("quick").plan(LoaderPlan), supply_decoders=("simplejpeg",), supply_workers=(0,)
+        get_profile("quick").plan(LoaderPlan), supply_decoders=(decoder,), supply_workers=(workers,)
     )
     [case] = supply_cases("torch-dataloader", plan)
-    assert case.unmet_requirement() is None
+    reason = case.unmet_requirement()
+    if reason is not None:
+        pytest.skip(reason)
     workload = case.prepare(photo_ctx, case)
     assert workload.close is not None
     try:
@@ -155,5 +189,5 @@ def test_a_supply_case_end_to_end(photo_ctx: CaseContext, photo_dir: Path) -> No
     images = batch[0]
     assert images.shape == (8, 3, 224, 224) and images.dtype == torch.float32
     assert workload.extra["decoder_verified_images"] == len(list(photo_dir.rglob("*.jpg")))
-    assert "simplejpeg/decode-jpeg" in workload.extra["pipeline"]
-    assert "simplejpeg" in workload.extra["pipeline_versions"]
+    assert decoder in workload.extra["pipeline"]
+    assert find_spec(*decoder.split("/")).dist in workload.extra["pipeline_versions"]

@@ -12,14 +12,19 @@ another environment than the loader's, GPU decoders (a forked worker cannot use 
 batched calls (one sample at a time they are their library's unbatched decode).
 
 Before any timing, a supply case verifies its decoder on the pool's images against the reference
-decode (``imgbench.readers.verify``); a decoder that gets one wrong, or cannot be built here, is
-a skipped row with the reason: it is no candidate, and its reader rows say what is wrong.
+decode (``imgbench.readers.verify``), in a forked child so the loader's process has never run the
+decoder when its workers fork (pyvips deadlocked a DataLoader worker after a decode in the
+parent: 60 s batch timeout, a failed row); a decoder that gets one wrong, cannot be built here,
+crashes or hangs is a skipped row with the reason: it is no candidate, and its reader rows say
+what is wrong.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+import functools
+import multiprocessing
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from imgbench.errors import one_line
@@ -37,6 +42,7 @@ from imgbench.readers.verify import ReferenceCache, verify_item
 
 CODEC = "jpeg"
 VERIFY_IMAGES = 32  # the pool's images checked before timing, at most (evenly spread)
+VERIFY_TIMEOUT_S = 120.0  # a decoder that hangs on the pool is a reason, not a dead case
 REFERENCES_KEY = "reader-references"  # the reader cases' shared reference decodes
 
 
@@ -109,6 +115,13 @@ def _identity(case: Case) -> tuple[str, str]:
     return case.library, repr(sorted(case.params.items()))
 
 
+def _references(ctx: CaseContext) -> ReferenceCache:
+    """The session's reference decodes, shared with the reader cases (and kept on disk)."""
+    return ctx.shared(
+        REFERENCES_KEY, lambda: ReferenceCache(folder=ctx.scratch_dir() / "references")
+    )
+
+
 def verified_entries(ctx: CaseContext, spec: ReaderSpec) -> list[Any]:
     """The pool's images a supply case checks: up to :data:`VERIFY_IMAGES`, evenly spread."""
     entries = [e for e in ctx.entries() if e.codec in spec.codecs]  # the pipeline's pool
@@ -123,9 +136,7 @@ def verification_problem(ctx: CaseContext, spec: ReaderSpec) -> str | None:
         reader = build_reader(spec)
     except Exception as exc:
         return f"cannot be built here: {one_line(exc)}"
-    references = ctx.shared(
-        REFERENCES_KEY, lambda: ReferenceCache(folder=ctx.scratch_dir() / "references")
-    )
+    references = _references(ctx)
     for entry in verified_entries(ctx, spec):
         data = ctx.path(entry).read_bytes()
         verdict = verify_item(
@@ -144,11 +155,44 @@ def verification_problem(ctx: CaseContext, spec: ReaderSpec) -> str | None:
     return None
 
 
+def in_child(check: Callable[[], str | None], timeout_s: float = VERIFY_TIMEOUT_S) -> str | None:
+    """``check()`` in a forked child process: the loader's process never runs the decoder before
+    its workers fork (libvips's threads, started by a first decode, deadlock a forked worker), and
+    a decoder that crashes or hangs is a reason, not a dead case."""
+    context = multiprocessing.get_context("fork")
+    receive, send = context.Pipe(duplex=False)
+
+    def run() -> None:
+        try:
+            send.send(("done", check()))
+        except BaseException as exc:  # anything the check raised travels as its reason
+            send.send(("error", one_line(exc)))
+
+    child = context.Process(target=run, name="imgbench-verify-decoder", daemon=True)
+    child.start()
+    send.close()
+    try:
+        if not receive.poll(timeout_s):
+            return f"verification did not finish in {timeout_s:.0f} s"
+        kind, value = receive.recv()
+    except EOFError:
+        child.join(5)
+        return f"the decoder killed the verifying process (exit code {child.exitcode})"
+    finally:
+        if child.is_alive():
+            child.kill()
+        child.join(5)
+        receive.close()
+    return f"verification raised {value}" if kind == "error" else value
+
+
 def prepare_supply(ctx: CaseContext, case: Case) -> Workload:
-    """Verify the decoder on the pool, then build the loader as every loader case does."""
+    """Verify the decoder on the pool (in a child process), then build the loader as every
+    loader case does."""
     decoder = str(case.params["decoder"])
     spec = find_spec(*decoder.split("/", 1))
-    problem = verification_problem(ctx, spec)
+    _references(ctx)  # made here, so the child's reference decodes land in this session's folder
+    problem = in_child(functools.partial(verification_problem, ctx, spec))
     if problem is not None:
         raise Skip(f"{decoder} left out of the loader supply: {problem}")
     workload = prepare_loader(ctx, case)
