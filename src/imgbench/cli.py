@@ -80,7 +80,7 @@ def run(
         str | None,
         typer.Option(
             "--env",
-            help="only this environment: main, pillow-simd, tensorflow, mosaic, albumentationsx",
+            help="only this environment: main, pillow-simd, tensorflow, mosaic, albumentationsx, mxnet",
         ),
     ] = None,
     with_envs: Annotated[
@@ -327,7 +327,7 @@ def results_import(
 env_app = typer.Typer(
     help=(
         "Libraries of the matrix (version, licence), and the isolated environments "
-        "(pillow-simd, tensorflow, mosaic, albumentationsx)."
+        "(pillow-simd, tensorflow, mosaic, albumentationsx, mxnet)."
     ),
     invoke_without_command=True,
 )
@@ -337,7 +337,7 @@ app.add_typer(env_app, name="env")
 @env_app.command("create")
 def env_create(
     name: Annotated[
-        str, typer.Argument(help="pillow-simd | tensorflow | mosaic | albumentationsx")
+        str, typer.Argument(help="pillow-simd | tensorflow | mosaic | albumentationsx | mxnet")
     ],
 ) -> None:
     """Build an isolated venv under .venvs/NAME with imgbench and that library, verified."""

@@ -120,7 +120,7 @@ _SESSION_OPTIONS: dict[str, dict[str, Any]] = {
         "metavar": "NAME",
         "default": "main",
         "help": "the isolated environment "
-        "this session runs in (main, pillow-simd, tensorflow, mosaic)",
+        "this session runs in (main, pillow-simd, tensorflow, mosaic, albumentationsx, mxnet)",
     },
     "--imgbench-secondary": {
         "action": "store_true",
