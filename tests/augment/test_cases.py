@@ -40,7 +40,9 @@ def test_default_has_its_transforms_and_pipeline_per_library() -> None:
             for p in params
         ), row
     pipelines = {(p["key"], p["pipeline"]) for p in params if "pipeline" in p}
-    assert len(pipelines) == 6 * 1
+    # six libraries in the main env, and pillow-simd's and AlbumentationsX's in their envs
+    assert len(pipelines) == 8 * 1
+    assert {p["key"] for p in params} >= {"pillow-simd/pil", "albumentationsx/numpy"}
     batches = {(p["key"], p["batch_size"]) for p in params if "batch_size" in p}
     assert batches == {("kornia/tensor", 32), ("torchvision/v2-tensor", 32)}
     assert any(p.get("pipeline") and p["threads"] is None for p in params)
@@ -56,7 +58,7 @@ def test_full_adds_batch_128_and_default_threads_for_transforms() -> None:
             p.get("transform") == row.transform and p["key"].startswith(row.library + "/")
             for p in params
         ), row
-    assert len({(p["key"], p["pipeline"]) for p in params if "pipeline" in p}) == 6 * 4
+    assert len({(p["key"], p["pipeline"]) for p in params if "pipeline" in p}) == 8 * 4
     assert any(p.get("transform") and p["threads"] is None for p in params)
     assert not any(
         p.get("transform") and p["threads"] is None and p["key"] == "pillow/pil" for p in params
