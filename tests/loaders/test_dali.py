@@ -73,6 +73,7 @@ def test_cases_sweep_the_plans_thread_counts() -> None:
     assert all(c.params["decoder"] == dali.DECODER for c in cases)
     au = [c for c in cases if "accelerator_images_per_s" in c.params]
     assert [c.params["accelerator_images_per_s"] for c in au] == [plan.au_accelerators[0]]
+    assert [c.params["workers"] for c in au] == [plan.au_workers]
 
 
 def test_the_registry_puts_dali_in_the_default_loader_stage() -> None:

@@ -260,15 +260,17 @@ def cuda_problem() -> str | None:
 def plan_cases(plan: LoaderPlan) -> list[Case]:
     """CPU ``fn.readers.file`` over the plan's thread sweep; ``fn.external_source`` over each
     format at the sweep's first count; ``mixed`` over the sweep where a GPU is present, else
-    one row that skips with the reason; one AU row at the first emulated accelerator speed."""
+    one row that skips with the reason; one AU row at the first emulated accelerator speed
+    (``fn.readers.file``, ``au_workers`` threads)."""
     sweep = plan.thread_sweep or (1,)
     first = sweep[0]
     cases = [dali_case(plan, t) for t in sweep]
     cases += [dali_case(plan, first, source=EXTERNAL, fmt=f) for f in EXTERNAL_FORMATS]
     gpu = has_nvidia_device()
     cases += [dali_case(plan, t, device="mixed") for t in (sweep if gpu else (first,))]
-    if plan.au_accelerators:
-        cases.append(dali_case(plan, sweep[-1], accelerator=plan.au_accelerators[0]))
+    if plan.au_accelerators:  # as every loader's AU row: at au_workers threads where swept
+        threads = plan.au_workers if plan.au_workers in sweep else first
+        cases.append(dali_case(plan, threads, accelerator=plan.au_accelerators[0]))
     return cases
 
 
