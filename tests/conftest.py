@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 import textwrap
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -16,6 +17,14 @@ from PIL import Image
 os.environ.setdefault("COLUMNS", "200")
 
 from imgbench.measure.settings import SETTINGS_ENV, WORKER_IMPORTS_ENV
+from imgbench.objectstore.server import (
+    ENDPOINT_ENV,
+    S3Server,
+    endpoint_json,
+    start_server,
+    weed_missing,
+)
+from tests.shared_runs import SessionRun, quick_run, shared_root
 
 # The sessions the tests start import only their selected cases' modules in the worker server:
 # the profile's whole set (albumentations, torch, torchvision, ...: about 5 s) in every one made
@@ -69,6 +78,36 @@ def tiny_dataset(tmp_path_factory: pytest.TempPathFactory) -> Path:
     for i in range(2):
         write_photo_like(root / "class_0" / f"png_{i}.png", (80, 60), seed=10 + i, fmt="PNG")
     return root
+
+
+@pytest.fixture(scope="session")
+def quick_session(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> SessionRun:
+    """The quick profile's whole matrix on sixteen real photos, run once per test session and
+    read by the stage, dashboard and answer tests (tests/shared_runs.py)."""
+    return quick_run(shared_root(request.config, tmp_path_factory))
+
+
+@pytest.fixture(scope="session")
+def s3_server() -> Iterator[S3Server]:
+    """One SeaweedFS server for the whole test process (a start costs 4-10 s on 2 busy cores):
+    in-process tests use it, and the bench sessions they start reach it through ``s3_env``.
+    Only the tests of a session's own server (start, crash, loss, clean stop) start theirs.
+    Its normal stop is checked when the session ends."""
+    from tests.objectstore.conftest import assert_gone
+
+    if reason := weed_missing():
+        pytest.skip(reason)
+    with start_server("imgbench-tests") as server:
+        yield server
+    assert_gone(server)
+
+
+@pytest.fixture(scope="session")
+def s3_env(s3_server: S3Server) -> dict[str, str]:
+    """The variable that makes a bench session use the shared server instead of its own."""
+    return {ENDPOINT_ENV: endpoint_json(s3_server.endpoint)}
 
 
 def installed_package(root: Path, package: str, source: str, entry_points: str) -> Path:

@@ -1,4 +1,4 @@
-"""`pytest benches/bench_augment.py` as a user runs it: rows in parquet, agreement in every row."""
+"""`pytest benches/` as a user runs it: augment rows in parquet, agreement in every row."""
 
 from __future__ import annotations
 
@@ -9,27 +9,39 @@ import pandas as pd
 import pytest
 
 from tests.conftest import run_pytest
+from tests.shared_runs import SessionRun
 
 BENCH = Path(__file__).resolve().parents[2] / "benches" / "bench_augment.py"
 
 
 @pytest.fixture(scope="module")
-def frame(tmp_path_factory: pytest.TempPathFactory, tiny_dataset: Path) -> pd.DataFrame:
+def batch_row(tmp_path_factory: pytest.TempPathFactory, tiny_dataset: Path) -> pd.DataFrame:
+    """One batched case of the default profile, in a session of its own."""
     out = tmp_path_factory.mktemp("augment-run")
-    common = [str(BENCH), f"--dataset={tiny_dataset}", f"--imgbench-results={out / 'results'}"]
-    quick = run_pytest([*common, "--imgbench-profile=quick", "--imgbench-rounds=2"], cwd=out)
-    assert quick.returncode == 0, quick.stdout[-3000:] + quick.stderr[-3000:]
     batch = run_pytest(
-        [*common, "--imgbench-profile=default", "--imgbench-rounds=2", "-k",
+        [str(BENCH), f"--dataset={tiny_dataset}", f"--imgbench-results={out / 'results'}",
+         "--imgbench-profile=default", "--imgbench-rounds=2", "-k",
          "kornia and train-classification and 32 and t1"],
         cwd=out,
     )  # fmt: skip
     assert batch.returncode == 0, batch.stdout[-3000:] + batch.stderr[-3000:]
-    return pd.concat([pd.read_parquet(p) for p in (out / "results").glob("*.parquet")])
+    (parquet,) = (out / "results").glob("*.parquet")
+    return pd.read_parquet(parquet)
 
 
-def test_quick_rows(frame: pd.DataFrame) -> None:
-    quick = frame[~frame.params_json.str.contains("input_size")]
+@pytest.fixture(scope="module")
+def quick(quick_session: SessionRun) -> pd.DataFrame:
+    """The augment rows of the test session's one quick run (tests/shared_runs.py)."""
+    assert quick_session.returncode == 0, quick_session.output
+    return quick_session.frame("augment")
+
+
+@pytest.fixture(scope="module")
+def frame(quick: pd.DataFrame, batch_row: pd.DataFrame) -> pd.DataFrame:
+    return pd.concat([quick, batch_row])
+
+
+def test_quick_rows(quick: pd.DataFrame) -> None:
     assert (quick.status == "ok").all(), quick[quick.status != "ok"][["test_id", "reason"]]
     assert set(quick.library) == {"albumentations", "torchvision", "pillow"}
     assert (quick.stage == "augment").all() and (quick.threads == 1).all()
@@ -47,8 +59,8 @@ def test_every_row_carries_its_agreement(frame: pd.DataFrame) -> None:
     assert set(flags[hflip]) <= {"pass", "pass (reference)"}
 
 
-def test_batch_row_is_per_image(frame: pd.DataFrame) -> None:
-    (row,) = frame[frame.batch_size == 32].itertuples()
+def test_batch_row_is_per_image(batch_row: pd.DataFrame) -> None:
+    (row,) = batch_row[batch_row.batch_size == 32].itertuples()
     assert row.library == "kornia" and row.status == "ok"
     assert row.images_per_round % 32 == 0
     assert json.loads(row.params_json)["input_size"] == "320x320"

@@ -16,7 +16,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from imgbench.objectstore.server import S3Endpoint, S3Server, start_server, weed_missing
+from imgbench.objectstore.server import S3Endpoint, S3Server
 from tests.cluster.ray_local import LocalRayCluster
 from tests.conftest import installed_package
 
@@ -111,16 +111,8 @@ def _running(proc: psutil.Process) -> bool:
 
 
 @pytest.fixture(scope="module")
-def s3_server() -> Iterator[S3Server]:
-    if reason := weed_missing():
-        pytest.skip(reason)
-    with start_server("imgbench-results") as server:
-        yield server
-    assert not psutil.pid_exists(server.pid) or not _running(psutil.Process(server.pid))
-
-
-@pytest.fixture(scope="module")
 def s3(s3_server: S3Server) -> S3Endpoint:
+    """The test process's shared server (tests/conftest.py); each test writes its own prefix."""
     return s3_server.endpoint
 
 

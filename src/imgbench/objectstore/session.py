@@ -130,8 +130,7 @@ class S3Service:
         except ServerUnavailableError as exc:
             raise ServiceUnavailableError(str(exc)) from None
         if self._access is None:
-            assert self.owner.server is not None
-            self._access = network_path(endpoint, self.owner.server.describe())
+            self._access = network_path(endpoint, self.owner.describe())
         return self._access
 
     def check(self) -> None:
