@@ -107,3 +107,52 @@ def test_imdecode_verifies_on_real_photos_and_names_bad_files(tmp_path: Path) ->
     )
     assert odd["odd-truncated"].endswith("verified False")  # libjpeg's grey rows, flagged
     assert odd["odd-png-named"].endswith("verified True")  # decoded by its content
+
+
+_MX_WRITE_SCRIPT = """
+import json, sys
+from pathlib import Path
+from imgbench.loaders.mxnet_recordio import import_mxnet
+mx = import_mxnet()
+out = Path(sys.argv[1])
+payloads = json.loads(Path(sys.argv[2]).read_text())
+writer = mx.recordio.MXIndexedRecordIO(str(out / "mx.idx"), str(out / "mx.rec"), "w")
+for i, (label, hexdata) in enumerate(payloads):
+    header = mx.recordio.IRHeader(0, float(label), i, 0)
+    writer.write_idx(i, mx.recordio.pack(header, bytes.fromhex(hexdata)))
+writer.close()
+"""
+
+
+def test_imgbench_writes_the_bytes_mx_recordio_writes(tmp_path: Path) -> None:
+    """The main env's hand-written `recordio` format against MXNet's own writer, byte for byte,
+    magic words inside the data (multi-part records) included."""
+    import struct
+
+    from imgbench.formats import recordio
+    from tests.readers.images import photo_bytes
+
+    python = _python()
+    magic = struct.pack("<I", recordio.MAGIC)
+    payloads = [
+        photo_bytes("coffee", "jpeg"),
+        b"\0" * 4 + magic + b"123456789" + magic + b"ab",  # one aligned magic (split), one not
+        magic + b"tail",
+        b"odd",
+    ]
+    with (tmp_path / "ib.rec").open("wb") as rec, (tmp_path / "ib.idx").open("w") as idx:
+        for i, data in enumerate(payloads):
+            idx.write(f"{i}\t{rec.tell()}\n")
+            rec.write(recordio.encode_record(recordio.pack(i % 2, i, data)))
+    spec = tmp_path / "payloads.json"
+    spec.write_text(json.dumps([[i % 2, data.hex()] for i, data in enumerate(payloads)]))
+    proc = subprocess.run(
+        [str(python), "-c", _MX_WRITE_SCRIPT, str(tmp_path), str(spec)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert (tmp_path / "ib.rec").read_bytes() == (tmp_path / "mx.rec").read_bytes()
+    assert (tmp_path / "ib.idx").read_text() == (tmp_path / "mx.idx").read_text()

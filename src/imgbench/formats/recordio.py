@@ -1,8 +1,9 @@
 """MXNet RecordIO (``.rec`` + ``.idx``), written and read by hand with its documented layout.
 
-Apache MXNet no longer installs, but ``im2rec`` datasets are still around, so imgbench writes
-the same bytes ``mx.recordio.MXIndexedRecordIO`` + ``mx.recordio.pack`` would (dmlc-core
-``recordio.cc``):
+MXNet 1.9.1 installs only beside numpy < 1.24 (the ``mxnet`` env, where the ``mxnet-recordio``
+loader packs and reads with MXNet itself), but ``im2rec`` datasets are still around, so in the
+main env imgbench writes the same bytes ``mx.recordio.MXIndexedRecordIO`` +
+``mx.recordio.pack`` would (dmlc-core ``recordio.cc``):
 
 * each record: ``uint32 magic 0xced7230a``, ``uint32 lrecord = cflag << 29 | length``, the data,
   zero padding to a multiple of 4 bytes;
