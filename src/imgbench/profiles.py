@@ -188,11 +188,13 @@ _DEFAULT = Profile(
             start_methods=(),
             knobs=False,
             au_accelerators=(100,),
-            # the last three run in the pillow-simd and albumentationsx envs (their parts' env)
+            # the last three run in the pillow-simd and albumentationsx envs (their parts' env);
+            # pillow-pil is their twin in main (common-default's is the baseline)
             extra_pipelines=(
                 "torchvision",
                 "lmdb",
                 "uint8",
+                "pillow-pil",
                 "pillow-simd-common-default",
                 "pillow-simd-pil",
                 "albumentationsx",
