@@ -23,6 +23,9 @@ def test_quick_bench_covers_every_stage(real_results: Path) -> None:
     frame = pd.read_parquet(path)
     ok = frame[frame.status == "ok"]
     assert {"read", "augment", "format", "loader"} <= set(ok["stage"])
+    # the session the tests started inherited the suite's settings: the host gate off
+    # (tests/conftest.py; no re-timed rounds in correctness runs)
+    assert (ok["host_max_ratio"] == 0).all() and (ok["worker_imports"] == "selected").all()
 
 
 @pytest.mark.parametrize("page", PAGES)
