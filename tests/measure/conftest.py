@@ -125,15 +125,39 @@ def probe_env(tmp_path: Path) -> dict[str, str]:
 
 
 Measure = Callable[..., list[tuple[Case, Outcome]]]
+Engine = Callable[..., list[tuple[Case, Outcome]]]
+
+
+@pytest.fixture
+def engine(tiny_dataset: Path) -> Iterator[Engine]:
+    """``engine(stage, keep, profile="quick", **settings)``: the profile's cases of ``stage`` that
+    ``keep(case)`` accepts, measured by the engine's ``Manager`` in this process on a real worker
+    server (no pytest session around it), on ``tiny_dataset``; each call is one session, closed
+    (server stopped, builds removed) at the test's end."""
+    managers: list[Manager] = []
+
+    def run(
+        stage: str, keep: Callable[[Case], bool], profile: str = "quick", **overrides: Any
+    ) -> list[tuple[Case, Outcome]]:
+        choice = ProfileChoice(profile)
+        settings = resolve(choice.resolve(), overrides)
+        cases = [c for c in session_cases(stage, choice, settings) if keep(c)]
+        assert cases, f"no {stage} case of {profile} selected"
+        manager = Manager(settings, choice, str(tiny_dataset))
+        managers.append(manager)
+        return [(case, manager.measure(case)) for case in cases]
+
+    yield run
+    for manager in managers:
+        manager.close()
 
 
 @pytest.fixture
 def measure(
-    tiny_dataset: Path, probe_env: dict[str, str], monkeypatch: pytest.MonkeyPatch
+    engine: Engine, probe_env: dict[str, str], monkeypatch: pytest.MonkeyPatch
 ) -> Iterator[Measure]:
     """``measure(libraries, codecs, profile="probe", **settings)``: the probe profile's matching
-    reader cases measured by the engine's ``Manager`` in this process, on a real worker server
-    (no pytest session around it); each call is one session, closed at the test's end."""
+    reader cases through ``engine``, with the probe registered here and in the worker server."""
     monkeypatch.syspath_prepend(probe_env["PYTHONPATH"])  # the probe's entry points, here
     monkeypatch.delitem(sys.modules, "probe_imgbench", raising=False)  # this test's copy
     # and in the worker server, which starts with the environment the session started with
@@ -142,7 +166,6 @@ def measure(
         monkeypatch.setenv(key, probe_env[key])
     launch = {**server.LAUNCH_ENVIRON, **{key: probe_env[key] for key in keys}}
     monkeypatch.setattr(server, "LAUNCH_ENVIRON", launch)
-    managers: list[Manager] = []
 
     def run(
         libraries: tuple[str, ...],
@@ -150,21 +173,12 @@ def measure(
         profile: str = "probe",
         **overrides: Any,
     ) -> list[tuple[Case, Outcome]]:
-        choice = ProfileChoice(profile)
-        settings = resolve(choice.resolve(), overrides)
-        cases = [
-            c
-            for c in session_cases("read", choice, settings)
-            if c.library in libraries and c.params.get("codec") in codecs
-        ]
-        assert cases, (libraries, codecs)
-        manager = Manager(settings, choice, str(tiny_dataset))
-        managers.append(manager)
-        return [(case, manager.measure(case)) for case in cases]
+        def keep(case: Case) -> bool:
+            return case.library in libraries and case.params.get("codec") in codecs
+
+        return engine("read", keep, profile, **overrides)
 
     yield run
-    for manager in managers:
-        manager.close()
     sys.modules.pop("probe_imgbench", None)
 
 

@@ -7,7 +7,6 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
-import pandas as pd
 
 from imgbench.measure.cache import CacheControl
 from imgbench.measure.case import Case, Workload
@@ -15,13 +14,14 @@ from imgbench.measure.host import HostGate
 from imgbench.measure.rounds import (
     MAX_CASE_ROUNDS,
     MAX_REPEATS,
+    Measurement,
     calibrate,
     round_repeats,
     run_case,
     timed_rounds,
 )
 from imgbench.measure.settings import Settings
-from tests.conftest import run_pytest
+from tests.measure.conftest import Engine
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -70,28 +70,21 @@ def test_cold_and_self_timed_rounds_stay_one_pass(tmp_path: Path) -> None:
     assert calibrate(opted_out, [0.001], 0.02) == 1
 
 
-def test_rows_record_the_calibration(tmp_path: Path, tiny_dataset: Path) -> None:
+def test_rows_record_the_calibration(engine: Engine) -> None:
     """A microsecond read repeats its items; the row's images per round counts every pass."""
-    result = run_pytest(
-        [
-            str(ROOT / "benches" / "bench_formats.py"),
-            "--imgbench-profile=quick",
-            f"--dataset={tiny_dataset}",
-            f"--imgbench-results={tmp_path}",
-            "--imgbench-min-round-ms=30",
-            "-k",
-            "raw-file or (lmdb and read)",
-        ],
-        cwd=ROOT,
-    )
-    assert result.returncode == 0, result.stdout[-2000:]
-    (path,) = tmp_path.glob("*.parquet")
-    rows = pd.read_parquet(path).set_index("library")
-    raw = rows.loc["raw-file"]
-    assert raw["min_round_s"] == 0.03
-    assert raw["round_repeats"] > 1  # sixteen page-cache reads take microseconds
-    assert raw["images_per_round"] == 10 * raw["round_repeats"]  # 10 files x passes
-    assert rows.loc["lmdb", "images_per_round"] == 10 * rows.loc["lmdb", "round_repeats"]
+
+    def keep(case: Case) -> bool:
+        return case.library == "raw-file" or (
+            case.library == "lmdb" and case.params["mode"] == "read"
+        )
+
+    outcomes = {c.library: o for c, o in engine("format", keep, min_round_s=0.03)}
+    raw, lmdb = outcomes["raw-file"], outcomes["lmdb"]
+    assert isinstance(raw, Measurement) and isinstance(lmdb, Measurement), outcomes
+    assert raw.metrics()["min_round_s"] == 0.03
+    assert raw.round_repeats > 1  # sixteen page-cache reads take microseconds
+    assert raw.images_per_round == 10 * raw.round_repeats  # 10 files x passes
+    assert lmdb.images_per_round == 10 * lmdb.round_repeats
 
 
 def test_calibration_is_confirmed_when_the_first_pass_was_slow() -> None:
@@ -135,26 +128,22 @@ def test_a_host_that_stays_slow_cannot_hold_the_case() -> None:
     assert len(timed.samples_s) == 3 and timed.discarded >= 1
 
 
-def test_rows_record_the_case_minimum(tmp_path: Path, tiny_dataset: Path) -> None:
-    """Rounds add up to --imgbench-min-case-ms; the row records it and every round's sample."""
-    result = run_pytest(
-        [
-            str(ROOT / "benches" / "bench_formats.py"),
-            "--imgbench-profile=quick",
-            f"--dataset={tiny_dataset}",
-            f"--imgbench-results={tmp_path}",
-            "--imgbench-min-round-ms=20",
-            "--imgbench-min-case-ms=300",
-            "--imgbench-rounds=3",
-            "--imgbench-host-gate=0",  # every round kept: the count is the minimum's, not the host's
-            "-k",
-            "raw-file and read",
-        ],
-        cwd=ROOT,
+def test_rows_record_the_case_minimum(engine: Engine) -> None:
+    """Rounds add up to the case minimum; the row records it and every round's sample."""
+
+    def keep(case: Case) -> bool:
+        return case.library == "raw-file" and case.params["mode"] == "read"
+
+    ((_, outcome),) = engine(
+        "format",
+        keep,
+        min_round_s=0.02,
+        min_case_s=0.3,
+        rounds=3,
+        host_max_ratio=0,  # every round kept: the count is the minimum's, not the host's
     )
-    assert result.returncode == 0, result.stdout[-2000:]
-    (path,) = tmp_path.glob("*.parquet")
-    row = pd.read_parquet(path).iloc[0]
+    assert isinstance(outcome, Measurement), outcome
+    row = outcome.metrics()
     assert row["min_case_s"] == 0.3
     assert row["rounds"] == len(row["samples_s"]) > 3  # three 20 ms rounds were not 0.3 s
     assert sum(row["samples_s"]) >= 0.3 * 0.9
