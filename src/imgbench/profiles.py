@@ -347,6 +347,15 @@ BUILTIN: dict[str, Profile] = {
                     cow_entries=2_000_000,
                     s3_network_shapes=("rtt0ms-unlimited", "rtt50ms-unlimited"),
                     supply_decoders="all",
+                    # the plan's own, and the Pillow and albumentations pipelines in their
+                    # other builds' envs (pillow-simd, albumentationsx) beside their twins
+                    extra_pipelines=(
+                        *LoaderPlan().extra_pipelines,
+                        "pillow-pil",
+                        "pillow-simd-common-default",
+                        "pillow-simd-pil",
+                        "albumentationsx",
+                    ),
                 ),
             },
         ),
