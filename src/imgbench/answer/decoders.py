@@ -67,8 +67,9 @@ class DecoderRanking:
         """One sentence: does the order on one thread hold inside the loader?"""
         common = self.common()
         if len(common) < 2:
+            plural = "" if len(common) == 1 else "s"
             return (
-                f"{len(common)} decoder measured both on one thread and in the loader: "
+                f"{len(common)} decoder{plural} measured both on one thread and in the loader: "
                 "nothing to compare"
             )
         changed = [key for key, lines in self.differences.items() if lines]
