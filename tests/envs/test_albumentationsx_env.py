@@ -58,6 +58,16 @@ def test_the_env_is_albumentationsx_layered_over_the_main_env() -> None:
     assert "albumentationsx environment replaces" in replaced and own_entry == "None"
 
 
+def test_albumentationsx_problems_are_named() -> None:
+    problem = ENVIRONMENTS["albumentationsx"].problem
+    good = {"albumentations": "2.5.1", "albumentationsx": "2.5.1", "module-own-site": "True"}
+    assert problem(good) is None
+    assert "not installed" in (problem({**good, "albumentationsx": ""}) or "")
+    mit = problem({**good, "albumentations": "2.0.8"}) or ""
+    assert "2.0.8, not AlbumentationsX 2.5.1" in mit
+    assert "own site-packages" in (problem({**good, "module-own-site": "False"}) or "")
+
+
 def test_imgbench_env_names_both_licences() -> None:
     """`imgbench env`'s rows for both (the whole listing imports every library: 11 s here)."""
     from imgbench.libraries import _isolated_status, _main_licence

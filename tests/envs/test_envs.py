@@ -68,6 +68,9 @@ def test_pillow_simd_problems_are_named() -> None:
     assert "shadows it" in (pillow_simd_problem({**good, "pillow": "13.0.0"}) or "")
     assert "not installed" in (pillow_simd_problem({**good, "pillow-simd": "None"}) or "")
     assert "not the pillow-simd version" in (pillow_simd_problem({**good, "PIL": "13.0.0"}) or "")
+    # layered: PIL must come from the env's own site-packages, not the main env's Pillow behind it
+    behind = {**good, "PIL-own-site": "False", "PIL-file": "/main/site-packages/PIL/__init__.py"}
+    assert "/main/site-packages" in (pillow_simd_problem(behind) or "")
     plain = {"PIL": "9.0.0", "pillow-simd": "9.0.0", "pillow": "None"}
     assert "does not look like a SIMD build" in (pillow_simd_problem(plain) or "")
 
