@@ -26,7 +26,7 @@ TF_ENV := .venvs/tensorflow/.imgbench-env-built
 # that a mosaic env built by an older imgbench (with its own torch) is rebuilt.
 MOSAIC_ENV := .venvs/mosaic/.imgbench-env-layered
 # the mxnet environment (MXNet 1.9.1: mx.image.imdecode, ImageRecordIter), tested by make test: its
-# own numpy 1.23.5 stack (MXNet uses np.bool), 743 MB, about 105 s to build here at load 3 (the
+# own numpy 1.23.5 stack (MXNet uses np.bool), 743 MB, 105-165 s to build here at load 3-6 (the
 # mxnet wheel comes from PyPI). make test goes on when its build fails: its tests skip
 MXNET_ENV := .venvs/mxnet/.imgbench-env-built
 # the albumentationsx environment (AlbumentationsX, AGPL-3.0, beside this venv's MIT albumentations
