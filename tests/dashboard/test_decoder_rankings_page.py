@@ -3,13 +3,18 @@ order differs (the tables imgbench report shows too)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
+
+from streamlit.testing.v1 import AppTest
 
 from tests.dashboard.conftest import texts
 from tests.dashboard.fixtures import standard_runs, write_run
 
 
-def test_readers_page_ranks_decoders_both_ways(open_app, tmp_path: Path) -> None:
+def test_readers_page_ranks_decoders_both_ways(
+    open_app: Callable[..., AppTest], tmp_path: Path
+) -> None:
     write_run(tmp_path, standard_runs()[0], stages=("read", "native", "loader", "supply"))
     at = open_app(tmp_path, "readers")
     assert "One thread vs inside the loader" in texts(at, "subheader")
@@ -24,6 +29,8 @@ def test_readers_page_ranks_decoders_both_ways(open_app, tmp_path: Path) -> None
     assert "simplejpeg/decode: 1st on one thread, 4th in the loader" in page
 
 
-def test_readers_page_without_a_supply_says_how(open_app, read_only_results: Path) -> None:
+def test_readers_page_without_a_supply_says_how(
+    open_app: Callable[..., AppTest], read_only_results: Path
+) -> None:
     at = open_app(read_only_results, "readers")
     assert any("LoaderPlan.supply_decoders" in str(i.value) for i in at.info)
