@@ -14,13 +14,14 @@ import pytest
 from PIL import Image
 
 from imgbench.library import missing_module
-from imgbench.loaders import dali
+from imgbench.loaders import cases, dali
 from imgbench.loaders.base import LoaderError, deadline
 from imgbench.loaders.pipeline import FileSource, PipelineConfig, SamplePipeline
 from imgbench.loaders.plan import LoaderPlan
 from imgbench.measure.context import CaseContext
 from imgbench.profiles import get_profile
 from tests.loaders.conftest import make_context
+from tests.loaders.faults import HangsOnIndex, RaisesOnIndex
 
 QUICK = get_profile("quick").plan(LoaderPlan)
 NO_DALI = missing_module("dali", ("nvidia.dali",))
@@ -103,6 +104,27 @@ def test_a_missing_dali_skips_its_cases_with_the_reason(monkeypatch: pytest.Monk
     assert (case.unmet_requirement() or "").startswith("dali: cannot import nvidia.dali (")
     reader = find_spec("dali", "decoders-image")
     assert (reader.unmet_requirement() or "").startswith("dali: cannot import nvidia.dali (")
+
+
+@needs_dali
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize(
+    ("wrap", "reason"),
+    [
+        (RaisesOnIndex, "ValueError: broken sample 3"),
+        (HangsOnIndex, "first batch: no batch within 3 s"),
+    ],
+)
+def test_a_source_that_raises_or_hangs_fails_the_case(
+    photo_ctx: CaseContext, wrap: type, reason: str
+) -> None:
+    """The external source's callback runs in the thread that calls ``run()``: its error is
+    passed on, and the harness's deadline interrupts a hung one."""
+    case = dali.dali_case(QUICK, 2, source=dali.EXTERNAL, batch_timeout_s=1.0)
+    with pytest.raises(LoaderError) as failed:
+        cases.prepare_loader(photo_ctx, case, wrap=wrap)
+    message = str(failed.value)
+    assert message.startswith("dali (2 workers): ") and reason in message
 
 
 @pytest.fixture

@@ -48,6 +48,7 @@ RECIPE = "train-classification"
 PREFETCH = 2  # DALI's default prefetch_queue_depth
 DIAGNOSIS_MAX_S = 30.0  # naming bad samples after a failure: at most this long
 NAMED_BAD = 10  # bad samples named in the error; the rest counted
+DALI_ERROR = "Critical error in pipeline"  # how DALI's own operator failures begin
 
 
 def _recipe(fn: Any, types: Any, encoded: Any, device: str) -> Any:
@@ -155,7 +156,11 @@ class DaliLoader:
         while True:
             try:
                 images, labels = self._pipe.run()
+            except LoaderError:  # the harness's deadline, raised inside a source callback
+                raise
             except RuntimeError as exc:
+                if DALI_ERROR not in str(exc):  # a source's own error: passed on as it is
+                    raise
                 raise LoaderError(self._failure(exc)) from None
             batch = to_torch_tensor(images.as_tensor(), copy=True)
             label = to_torch_tensor(labels.as_tensor(), copy=True).reshape(-1).long()
