@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 import torch
 
+from imgbench.envs import ENVIRONMENTS
 from imgbench.loaders.cases import loader_case, loader_cases
 from imgbench.loaders.pipeline import PipelineConfig
 from imgbench.loaders.plan import LoaderPlan
@@ -66,7 +67,7 @@ def test_one_case_per_jpeg_decoder_per_worker_count() -> None:
         for s in readers()
         if "jpeg" in s.codecs
         and s.output == "full"
-        and s.environment == "main"
+        and (s.environment == "main" or ENVIRONMENTS[s.environment].layered)
         and "cuda" not in s.variant
         and not s.batched
     }
@@ -87,6 +88,9 @@ def test_one_case_per_jpeg_decoder_per_worker_count() -> None:
         assert len(found) == len(set(found)), key  # the sweep's own decoder is not run twice
     supply = [c for c in cases if c.prepare is prepare_supply]
     assert {c.params["decoder"] for c in supply} == keys - {"opencv/imdecode-rgb"}
+    assert {c.environment for c in supply if c.params["decoder"].startswith("pillow-simd/")} == {
+        "pillow-simd"
+    }
     # decoders of one library are told apart in the variant (curves never mix)
     assert {c.variant for c in supply if c.params["decoder"].startswith("opencv/")} == {
         "files-opencv.imdecode-cvtcolor-albumentations"
@@ -112,7 +116,8 @@ def test_left_out_with_the_reason() -> None:
     reasons = dict(left_out())
     assert reasons["pillow/draft"] == "reduced output, not the full image"
     assert reasons["opencv/resize-area"] == "resize output, not the full image"
-    assert reasons["pillow-simd/open-convert"].startswith("runs in the pillow-simd environment")
+    # pillow-simd's env is layered over the main env: its DataLoader runs there, in its session
+    assert "pillow-simd/open-convert" in {s.key for s in supply_decoders("all")}
     assert reasons["tensorflow/decode-jpeg"].startswith("runs in the tensorflow environment")
     assert "GPU" in reasons["torchvision/decode-jpeg-cuda"]
     batched = [s.key for s in readers() if s.batched]

@@ -8,7 +8,8 @@ runs the default pipeline with only the decoder changed (the dataset's files -> 
 DataLoader) at ``LoaderPlan.supply_worker_counts()``. The cases come from the registry, so a
 reader added there joins the supply with no edit here. Left out, each with its reason
 (:func:`left_out`): readers that do not decode JPEG, reduced or resized outputs, readers of
-another environment than the loader's, GPU decoders (a forked worker cannot use CUDA) and
+another environment than the loader's unless it is layered over the main env (pillow-simd: its
+cases run in that env's session), GPU decoders (a forked worker cannot use CUDA) and
 batched calls (one sample at a time they are their library's unbatched decode).
 
 Before any timing, a supply case verifies its decoder on the pool's images against the reference
@@ -52,13 +53,22 @@ def left_out_reason(spec: ReaderSpec, environment: str = "main") -> str | None:
         return "does not decode JPEG"
     if spec.output != "full":
         return f"{spec.output} output, not the full image"
-    if spec.environment != environment:
+    if spec.environment != environment and not _hosts_the_loader(spec.environment, environment):
         return f"runs in the {spec.environment} environment, the loader in {environment}"
     if "cuda" in spec.variant.split("-"):
         return "decodes on the GPU: a forked DataLoader worker cannot use CUDA"
     if spec.batched:
         return "a batched call: one sample at a time it is its library's unbatched decode"
     return None
+
+
+def _hosts_the_loader(decoder_env: str, loader_env: str) -> bool:
+    """A main-env loader runs in a layered env (pillow-simd: the main env's torch and
+    albumentations behind its own Pillow): the case goes there (``cases.pipeline_environment``)."""
+    from imgbench.envs import ENVIRONMENTS
+
+    layered = ENVIRONMENTS.get(decoder_env)
+    return loader_env == "main" and layered is not None and layered.layered
 
 
 def supply_decoders(
