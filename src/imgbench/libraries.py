@@ -27,14 +27,14 @@ class LibraryStatus:
 def licence_of(meta: metadata.PackageMetadata) -> str | None:
     """A distribution's licence: its SPDX expression, else its licence classifier, else a short
     License field (some carry the whole licence text there)."""
-    expression = meta["License-Expression"] if "License-Expression" in meta else None
+    expression = next(iter(meta.get_all("License-Expression") or []), None)
     if expression:
         return str(expression)
     classifiers = [c for c in meta.get_all("Classifier") or [] if c.startswith("License ::")]
     if classifiers:
         name = classifiers[0].split("::")[-1].strip()
         return {"MIT License": "MIT", "Apache Software License": "Apache-2.0"}.get(name, name)
-    text = (meta["License"] if "License" in meta else "").strip()
+    text = next(iter(meta.get_all("License") or []), "").strip()
     return text if text and "\n" not in text and len(text) <= 40 else None
 
 
