@@ -96,6 +96,11 @@ class DaliLoader:
         }
         self._pipe: Any = None
         self._indices: Iterator[list[int]] | None = None
+        # imported here, before the first batch's deadline starts: torch and DALI's plugin take
+        # seconds to import, and an import cut by the deadline leaves torch half-initialised
+        from nvidia.dali.plugin.pytorch.torch_utils import to_torch_tensor
+
+        self._to_torch = to_torch_tensor
         if self.source_kind == READER_FILE and not hasattr(self.source, "paths"):
             raise ValueError(f"dali {READER_FILE} reads the dataset's files, not {self.source!r}")
 
@@ -151,8 +156,7 @@ class DaliLoader:
         return self._run()
 
     def _run(self) -> Iterator[Batch]:
-        from nvidia.dali.plugin.pytorch.torch_utils import to_torch_tensor
-
+        to_torch_tensor = self._to_torch
         while True:
             try:
                 images, labels = self._pipe.run()
