@@ -203,7 +203,7 @@ class SpdlLoader:
             )
             self._pipeline.start(timeout=self.first_timeout)
             return self._unwrap(self._pipeline.get_iterator(timeout=self.timeout))
-        self.extra["start_method"] = multiprocessing.get_start_method()
+        self.extra["spdl_start_method"] = multiprocessing.get_start_method()
         before = _children()
         self._iterable = run_pipeline_in_subprocess(
             self.config(),
