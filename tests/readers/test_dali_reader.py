@@ -8,7 +8,10 @@ odd file too; these cover what is DALI's own: its pipeline is invalidated by a f
 from __future__ import annotations
 
 import io
+import multiprocessing
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -86,3 +89,30 @@ def test_exif_orientation_is_not_applied(reader) -> None:
     image.save(buffer, format="JPEG", quality=95, exif=exif)
     assert reader.decode(buffer.getvalue()).shape == photo("chelsea").shape
     assert reader.decode(encode(photo("coffee"), "jpeg")).flags.c_contiguous
+
+
+def test_threads_decode_at_once_each_with_its_own_pipeline(reader) -> None:
+    items = [photo_bytes(name, "jpeg") for name in PHOTOS] * 4
+    with ThreadPoolExecutor(4) as pool:
+        outs = list(pool.map(reader.decode, items))
+    for data, out in zip(items, outs, strict=True):
+        assert np.array_equal(out, reader.decode(data))
+
+
+_PARENTS: list[Any] = []  # the reader built in the parent, reached by the forked child
+
+
+def _decode_in_child(data: bytes) -> tuple[tuple[int, ...], int]:
+    out = _PARENTS[0].decode(data)
+    return out.shape, int(out.sum(dtype=np.int64))
+
+
+@pytest.mark.timeout(90)
+def test_a_decoder_built_before_a_fork_decodes_in_the_child(reader) -> None:
+    """As a DataLoader's forked worker uses the decoder its parent built."""
+    data = photo_bytes("coffee", "jpeg")
+    want = reader.decode(data)
+    _PARENTS[:] = [reader]
+    with multiprocessing.get_context("fork").Pool(1) as pool:
+        shape, total = pool.apply_async(_decode_in_child, (data,)).get(timeout=60)
+    assert shape == want.shape and total == int(want.sum(dtype=np.int64))

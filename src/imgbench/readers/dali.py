@@ -13,10 +13,14 @@ DALI decodes through nvImageCodec's CPU back-ends (libjpeg-turbo for JPEG, then 
 libwebp, libtiff, OpenCV for the others). A file it cannot decode raises a ``RuntimeError``
 (DALI invalidates the pipeline then: the adapter builds a new one for the next image); the
 message is the operator's own part of DALI's error, e.g. ``Failed to decode sample #0``.
+Each thread (and each forked process) gets a pipeline of its own; a forked child never shuts
+down the pipeline it inherited (that waits for the parent's threads, which it does not have).
 """
 
 from __future__ import annotations
 
+import os
+import threading
 from typing import Any
 
 import numpy as np
@@ -63,18 +67,44 @@ def decode_pipeline(threads: int = 1) -> Any:
     return pipe
 
 
+_INHERITED: list[Any] = []  # pipelines a forked child inherited: never shut down there
+
+
+def keep_inherited(pipe: Any) -> None:
+    """Keep a pipeline built before a fork alive in the child, and out of DALI's shutdown at
+    exit: shutting it down there waits for threads that do not exist in the child (a hang)."""
+    import weakref
+
+    from nvidia.dali.pipeline import Pipeline
+
+    _INHERITED.append(pipe)
+    Pipeline._pipes.discard(weakref.ref(pipe))
+
+
 class DaliDecoder(BytesReader):
+    """One pipeline per thread and process: a pipeline fed from two threads at once mixes their
+    images, and one built before a fork has no threads in the child (loaders share a decoder
+    between threads, and fork workers after building one)."""
+
     def __init__(self, threads: int | None = None) -> None:
         self.threads = max(1, threads or 1)
-        self._pipe: Any = decode_pipeline(self.threads)
+        self._local = threading.local()
+        self._pipeline()  # built here, outside the timing; DALI missing fails here
+
+    def _pipeline(self) -> Any:
+        local = self._local
+        if getattr(local, "pid", None) != os.getpid():
+            if getattr(local, "pipe", None) is not None:
+                keep_inherited(local.pipe)
+            local.pipe, local.pid = decode_pipeline(self.threads), os.getpid()
+        return local.pipe
 
     def decode(self, data: bytes) -> np.ndarray:
-        if self._pipe is None:
-            self._pipe = decode_pipeline(self.threads)
-        self._pipe.feed_input("encoded", [np.frombuffer(data, dtype=np.uint8)])
+        pipe = self._pipeline()
+        pipe.feed_input("encoded", [np.frombuffer(data, dtype=np.uint8)])
         try:
-            (out,) = self._pipe.run()
+            (out,) = pipe.run()
         except RuntimeError as exc:
-            self._pipe = None  # DALI: "Current pipeline object is no longer valid"
+            self._local.pid = None  # DALI: "Current pipeline object is no longer valid"
             raise RuntimeError(f"DALI fn.decoders.image: {dali_cause(exc)}") from None
         return np.array(out[0])
