@@ -25,10 +25,10 @@ from imgbench.answer.rows import (
     FILES,
     REFERENCE_LOADER,
     Row,
+    by_machine_and_dataset,
     is_decode_only,
     is_experiment,
     number,
-    timed_ok,
     where,
 )
 from imgbench.results.schema import json_object
@@ -223,15 +223,8 @@ def _label(rows: pd.DataFrame, column: str, detail: str) -> str:
 
 def decoder_rankings(frame: pd.DataFrame) -> list[DecoderRanking]:
     """One ranking per machine and dataset where a loader ran two decoders or more."""
-    ok = timed_ok(frame)
-    if ok.empty:
-        return []
-    ok = ok.assign(
-        machine_id=ok["machine_id"].fillna("?").astype(str),
-        dataset_fingerprint=ok["dataset_fingerprint"].fillna("?").astype(str),
-    )
     result = []
-    for _, rows in ok.groupby(["machine_id", "dataset_fingerprint"], sort=False):
+    for rows in by_machine_and_dataset(frame):
         group, (loader, pipeline, batch) = _loader_rows(rows)
         if group.empty or group["decoder"].nunique() < 2:
             continue  # one decoder in any loader: no decoder supply ran on this data

@@ -16,12 +16,12 @@ from imgbench.answer.bound import Bound, bounding_stage, next_step
 from imgbench.answer.rows import (
     Configuration,
     Row,
+    by_machine_and_dataset,
     is_decode_only,
     is_experiment,
     is_full_scale_ceiling,
     number,
     output_side,
-    timed_ok,
     where,
 )
 from imgbench.results.schema import json_object
@@ -257,15 +257,11 @@ def _answer_for(group: pd.DataFrame, loaders: pd.DataFrame, side: int | None) ->
 def answers(frame: pd.DataFrame) -> list[Answer]:
     """One answer per machine, dataset and output size in ``frame`` (any statuses; only timed ok
     rows count), newest machine and dataset first. Empty when there is no timed ok row."""
-    ok = timed_ok(frame)
-    if ok.empty:
-        return []
-    ok = ok.assign(
-        machine_id=ok["machine_id"].fillna("?").astype(str),
-        dataset_fingerprint=ok["dataset_fingerprint"].fillna("?").astype(str),
-    )
     result = []
-    for _, group in ok.groupby(["machine_id", "dataset_fingerprint"], sort=False):
+    newest = {}
+    for group in by_machine_and_dataset(frame):
+        first = group.iloc[0]
+        newest[(first["machine_id"], first["dataset_fingerprint"])] = group["created_utc"].max()
         loaders = group[
             where(group, lambda r: r.get("stage") == "loader" and not is_decode_only(r))
         ]
@@ -274,9 +270,5 @@ def answers(frame: pd.DataFrame) -> list[Answer]:
         sizes: list[int | None] = list(training) or [None]
         for side in sizes:
             result.append(_answer_for(group, loaders, side))
-    newest = {
-        key: rows["created_utc"].max()
-        for key, rows in ok.groupby(["machine_id", "dataset_fingerprint"], sort=False)
-    }
     result.sort(key=lambda a: newest[(a.machine_id, a.dataset_fingerprint)], reverse=True)
     return result

@@ -18,7 +18,7 @@ row's configuration comes from its ``params_json`` (``format``, ``decoder``, ``p
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeAlias
 
@@ -66,6 +66,20 @@ def timed_ok(frame: pd.DataFrame) -> pd.DataFrame:
     measured = pd.to_numeric(frame["images_per_s_median"], errors="coerce").notna().to_numpy()
     mask = ok.to_numpy(dtype=bool, na_value=False) & measured
     return frame[mask]
+
+
+def by_machine_and_dataset(frame: pd.DataFrame) -> Iterator[pd.DataFrame]:
+    """The timed ok rows of ``frame``, one group per machine and dataset, in order of first
+    appearance: rows of different machines or datasets are never comparable work."""
+    ok = timed_ok(frame)
+    if ok.empty:
+        return
+    ok = ok.assign(
+        machine_id=ok["machine_id"].fillna("?").astype(str),
+        dataset_fingerprint=ok["dataset_fingerprint"].fillna("?").astype(str),
+    )
+    for _, group in ok.groupby(["machine_id", "dataset_fingerprint"], sort=False):
+        yield group
 
 
 def is_experiment(row: Row) -> bool:
