@@ -187,7 +187,10 @@ _DEFAULT = Profile(
             sweep_pipelines=("default",),
             start_methods=(),
             knobs=False,
-            au_accelerators=(100,),
+            # 200 images/s: between the slowest loaders (MXNet, 158) and the DataLoader's 0
+            # workers (245), so AU tells them apart; at 100 every loader read 100% and each AU
+            # row took 18.7 s (13 rows, 2026-11-27)
+            au_accelerators=(200,),
             # the last three run in the pillow-simd and albumentationsx envs (their parts' env);
             # pillow-pil is their twin in main (common-default's is the baseline)
             extra_pipelines=(
@@ -208,6 +211,9 @@ _DEFAULT = Profile(
     },
     # the allocator's effect where it was measured to matter: decoders that allocate through
     # malloc (Pillow) or numpy, augmentation pipelines, and the DataLoader's workers
+    # loader rows screen (5 rounds) and the head-to-head final decides (imgbench.final): 10 rounds
+    # made the loader rows 710 s of timing in a 40-minute make bench (2026-11-27)
+    settings={"loader_rounds": 5},
     allocators=("glibc-tuned", "jemalloc", "tcmalloc"),
     allocator_plans={
         "read": {
@@ -301,6 +307,7 @@ BUILTIN: dict[str, Profile] = {
             description="everything, with more rounds",
             rounds=20,
             warmup_rounds=3,
+            settings={},  # loader rows at the full 20 rounds
             host_budget_s=1.0,
             max_images=256,
             # + Mosaic Streaming (MDS), whose format cases are in `full` only

@@ -38,8 +38,8 @@ LOCAL_ID_0 = (
     "prefetch_factor=default,threads=1,workers=0]"
 )
 LOCAL_AU_ID_2 = (
-    "loader/torch-dataloader/files-opencv-albumentations+au-sleep-100ips[accelerator_images_per_s"
-    "=100,batch_size=32,batches_per_round=4,compute_kind=sleep,decoder=opencv/imdecode-rgb,"
+    "loader/torch-dataloader/files-opencv-albumentations+au-sleep-200ips[accelerator_images_per_s"
+    "=200,batch_size=32,batches_per_round=4,compute_kind=sleep,decoder=opencv/imdecode-rgb,"
     "format=files,persistent_workers=true,pin_memory=false,pipeline=albumentations/numpy:"
     "train-classification,prefetch_factor=2,start_method=fork,threads=1,workers=2]"
 )
@@ -58,8 +58,8 @@ def test_default_profile_sweeps_s3_tar_with_au_and_keeps_local_ids() -> None:
     for case in s3:
         assert case.library == "torch-dataloader"
         assert case.params["format"] == "tar"
-        assert case.params["accelerator_images_per_s"] == 100  # the plan's first speed
-        assert case.variant == "tar-opencv-albumentations+s3+au-sleep-100ips"
+        assert case.params["accelerator_images_per_s"] == 200  # the plan's first speed
+        assert case.variant == "tar-opencv-albumentations+s3+au-sleep-200ips"
         assert case.services == ("s3",)
         assert dict(case.columns) == {"storage": "s3", "network_shaping": "none"}
         assert "network_shaping" not in case.params  # unshaped: no shape parameters

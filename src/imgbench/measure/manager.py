@@ -199,8 +199,11 @@ class Manager:
         processes = self.settings.processes
         job = self.job(case, ctx)
         if processes > 1:
+            rounds = self.settings.for_stage(case.stage).rounds
             split = replace(
-                self.settings, rounds=max(2, math.ceil(self.settings.rounds / processes))
+                self.settings,
+                rounds=max(2, math.ceil(rounds / processes)),
+                loader_rounds=0,
             )
             job = replace(job, settings=split)
         parts: list[Measurement] = []

@@ -345,7 +345,7 @@ def run_case(
         try:
             measurement = time_workload(
                 workload,
-                ctx.settings,
+                ctx.settings.for_stage(case.stage),
                 gate,
                 instructions_dir=instructions_dir,
                 fixed_repeats=fixed_repeats,

@@ -39,6 +39,9 @@ class Settings:
     """How every case of a session is measured (what it measures is the profile's plans)."""
 
     rounds: int = 10  # timed rounds per case
+    # timed rounds of a loader case; 0: ``rounds``. The loader matrix screens and the head-to-head
+    # final (imgbench.final) decides, so its rows can be shorter than the other stages'
+    loader_rounds: int = 0
     warmup_rounds: int = 1  # untimed passes before calibration
     max_images: int = 32  # images per round (per codec), from the start of the manifest
     # a round repeats its items until it lasts this long (pyperf's calibrated loops)
@@ -59,6 +62,12 @@ class Settings:
     def host_gate(self) -> HostGate:
         """A fresh gate with these settings (its reference is the runner's to carry)."""
         return HostGate(max_ratio=self.host_max_ratio, budget_s=self.host_budget_s)
+
+    def for_stage(self, stage: str) -> Settings:
+        """These settings as a case of ``stage`` is timed (a loader case: ``loader_rounds``)."""
+        if stage == "loader" and self.loader_rounds > 0:
+            return dataclasses.replace(self, rounds=self.loader_rounds)
+        return self
 
     def in_worker(self) -> bool:
         """Cases run in worker forks (instruction counts always do: callgrind runs the server)."""

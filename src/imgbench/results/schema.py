@@ -196,6 +196,11 @@ _FIELDS: list[tuple[str, pa.DataType, str]] = [
     ("megapixels_per_round", pa.float64(), "output megapixels each timed call produced"),
     ("rounds", pa.int32(), "timed rounds"),
     (
+        "loader_rounds",
+        pa.int32(),
+        "the session's timed rounds for loader cases; 0 = rounds (the final re-measures them)",
+    ),
+    (
         "round_repeats",
         pa.int32(),
         "passes over the case's items in one timed round (calibrated to last min_round_s)",
