@@ -1,0 +1,298 @@
+"""The loader of an exported module: ``make_loader(root, batch_size, epochs=1)`` per loader kind,
+built with the row's settings (written out as constants above it by ``imgbench.export.module``).
+
+Each template is the imgbench adapter's construction (``imgbench.loaders.<kind>``) as a user
+writes it in a training script: the adapters' endless sampler (one iterator over reshuffled
+epochs, so the harness times the steady state) becomes ``epochs`` reshuffled passes, and what
+only a harness needs (worker pid tracking, deadlines, failure diagnosis) is left out.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class LoaderCode:
+    imports: tuple[str, ...]
+    code: str  # defines ``make_loader``
+    dataset: bool = True  # uses the shared ImageFolderDataset (DALI reads the files itself)
+
+
+_DATALOADER = '''
+def make_loader(root: str | Path, batch_size: int = BATCH_SIZE, epochs: int = 1) -> DataLoader:
+    """torch.utils.data.DataLoader over the folder, with the row's workers and knobs."""
+    dataset = ImageFolderDataset(root)
+    sampler = RandomSampler(dataset, num_samples=epochs * len(dataset))  # reshuffled passes
+    return DataLoader(
+        dataset,
+        batch_size=batch_size,
+        sampler=sampler,
+        collate_fn=collate,
+        num_workers=WORKERS,
+        pin_memory=PIN_MEMORY,
+        drop_last=True,
+        **DATALOADER_WORKER_KWARGS,
+    )
+'''
+
+_THREADPOOL = '''
+def batch_indices(n: int, batch_size: int, epochs: int, seed: int = 0) -> list[list[int]]:
+    """Index lists of ``epochs`` reshuffled passes; batches may span a pass boundary."""
+    rng = np.random.default_rng(seed)
+    order = [i for _ in range(epochs) for i in rng.permutation(n).tolist()]
+    return [order[i : i + batch_size] for i in range(0, len(order) - batch_size + 1, batch_size)]
+
+
+class ThreadPoolLoader:
+    """multiprocessing.pool.ThreadPool, one whole batch (samples + collate) per task, a window
+    of PREFETCH_FACTOR x threads batches in flight."""
+
+    def __init__(self, dataset: ImageFolderDataset, batch_size: int, epochs: int) -> None:
+        self.dataset, self.batch_size, self.epochs = dataset, batch_size, epochs
+
+    def __len__(self) -> int:
+        return self.epochs * len(self.dataset) // self.batch_size
+
+    def _load(self, indices: list[int]) -> tuple[torch.Tensor, torch.Tensor]:
+        return collate([self.dataset[i] for i in indices])
+
+    def __iter__(self) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
+        prepare()  # build the recipe once, not racing in every thread
+        window = WORKERS * PREFETCH_FACTOR
+        with ThreadPool(WORKERS) as pool:
+            inflight: deque = deque()
+            for indices in batch_indices(len(self.dataset), self.batch_size, self.epochs):
+                inflight.append(pool.apply_async(self._load, (indices,)))
+                if len(inflight) >= window:
+                    yield inflight.popleft().get()
+            while inflight:
+                yield inflight.popleft().get()
+
+
+def make_loader(root: str | Path, batch_size: int = BATCH_SIZE, epochs: int = 1) -> ThreadPoolLoader:
+    """A thread pool of WORKERS threads over the folder."""
+    return ThreadPoolLoader(ImageFolderDataset(root), batch_size, epochs)
+'''
+
+_QUEUE_FEEDER = '''
+class QueueFeeder:
+    """WORKERS threads each take the next index, run the sample and put it on a bounded
+    queue.Queue of PREFETCH_FACTOR x batch_size slots; the consuming thread collates."""
+
+    def __init__(self, dataset: ImageFolderDataset, batch_size: int, epochs: int) -> None:
+        self.dataset, self.batch_size, self.epochs = dataset, batch_size, epochs
+
+    def __len__(self) -> int:
+        return self.epochs * len(self.dataset) // self.batch_size
+
+    def __iter__(self) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
+        prepare()
+        rng = np.random.default_rng(0)
+        order = [i for _ in range(self.epochs) for i in rng.permutation(len(self.dataset))]
+        order.reverse()  # pop() from the end
+        lock, stop = threading.Lock(), threading.Event()
+        samples: queue.Queue = queue.Queue(self.batch_size * PREFETCH_FACTOR)
+
+        def feed() -> None:
+            while not stop.is_set():
+                with lock:
+                    if not order:
+                        return
+                    index = int(order.pop())
+                try:
+                    item = (True, self.dataset[index])
+                except Exception as exc:  # handed to the consumer, which raises it
+                    item = (False, exc)
+                while not stop.is_set():
+                    try:
+                        samples.put(item, timeout=0.1)
+                        break
+                    except queue.Full:
+                        continue
+
+        threads = [threading.Thread(target=feed, daemon=True) for _ in range(WORKERS)]
+        for thread in threads:
+            thread.start()
+        try:
+            for _ in range(len(self)):
+                batch = []
+                while len(batch) < self.batch_size:
+                    ok, item = samples.get(timeout=60)
+                    if not ok:
+                        raise item
+                    batch.append(item)
+                yield collate(batch)
+        finally:
+            stop.set()
+            for thread in threads:
+                thread.join(timeout=1)
+
+
+def make_loader(root: str | Path, batch_size: int = BATCH_SIZE, epochs: int = 1) -> QueueFeeder:
+    """A queue.Queue fed by WORKERS threads over the folder."""
+    return QueueFeeder(ImageFolderDataset(root), batch_size, epochs)
+'''
+
+_TORCHDATA_NODES = '''
+class Sample:
+    """``map_fn``: one sample; pins OpenCV to one thread once per process, as the DataLoader's
+    worker_init_fn does."""
+
+    def __init__(self, dataset: ImageFolderDataset) -> None:
+        self.dataset = dataset
+        self._pinned = -1
+
+    def __call__(self, index: int) -> tuple[object, int]:
+        if self._pinned != os.getpid():
+            pin_opencv()
+            self._pinned = os.getpid()
+        return self.dataset[index]
+
+
+def make_loader(root: str | Path, batch_size: int = BATCH_SIZE, epochs: int = 1) -> tn.Loader:
+    """torchdata.nodes: SamplerWrapper > ParallelMapper > Batcher > Mapper(collate) >
+    [PinMemory where CUDA is] > Prefetcher > Loader."""
+    dataset = ImageFolderDataset(root)
+    prepare()  # build the recipe once, before threads or forks
+    sampler = RandomSampler(dataset, num_samples=epochs * len(dataset))
+    node = tn.SamplerWrapper(sampler)
+    node = tn.ParallelMapper(node, map_fn=Sample(dataset), num_workers=WORKERS, method=METHOD)
+    node = tn.Batcher(node, batch_size=batch_size, drop_last=True)
+    node = tn.Mapper(node, map_fn=collate)
+    if torch.cuda.is_available():
+        node = tn.PinMemory(node)
+    node = tn.Prefetcher(node, prefetch_factor=max(1, WORKERS) * PREFETCH_FACTOR)
+    return tn.Loader(node)
+'''
+
+_SPDL = '''
+class Sample:
+    """One sample on an SPDL thread; builds the recipe and pins OpenCV and torch to one thread
+    once per process (the threads are the parallelism)."""
+
+    def __init__(self, dataset: ImageFolderDataset) -> None:
+        self.dataset = dataset
+        self._ready = -1
+
+    def __getstate__(self) -> dict:
+        return {"dataset": self.dataset, "_ready": -1}
+
+    def __call__(self, index: int) -> tuple[object, int]:
+        if self._ready != os.getpid():
+            prepare()
+            pin_threads()
+            self._ready = os.getpid()
+        return self.dataset[index]
+
+
+class SpdlLoader:
+    """spdl.pipeline: source -> pipe(sample, concurrency=WORKERS) -> aggregate(batch_size) ->
+    pipe(collate) -> sink(PREFETCH_FACTOR), built with num_threads=WORKERS (in this process,
+    or in one subprocess with run_pipeline_in_subprocess when SUBPROCESS)."""
+
+    def __init__(self, dataset: ImageFolderDataset, batch_size: int, epochs: int) -> None:
+        self.dataset, self.batch_size, self.epochs = dataset, batch_size, epochs
+
+    def __len__(self) -> int:
+        return self.epochs * len(self.dataset) // self.batch_size
+
+    def _config(self):
+        rng = np.random.default_rng(0)
+        order = [i for _ in range(self.epochs) for i in rng.permutation(len(self.dataset)).tolist()]
+        return (
+            PipelineBuilder()
+            .add_source(order)
+            .pipe(Sample(self.dataset), concurrency=WORKERS, name="sample")
+            .aggregate(self.batch_size, drop_last=True)
+            .pipe(collate, name="collate")
+            .add_sink(PREFETCH_FACTOR)
+            .get_config()
+        )
+
+    def __iter__(self) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
+        if SUBPROCESS:
+            yield from run_pipeline_in_subprocess(
+                self._config(), num_threads=WORKERS, max_failures=0
+            )
+            return
+        pipeline = build_pipeline(self._config(), num_threads=WORKERS, max_failures=0)
+        with pipeline.auto_stop():
+            yield from pipeline.get_iterator(timeout=60)
+
+
+def make_loader(root: str | Path, batch_size: int = BATCH_SIZE, epochs: int = 1) -> SpdlLoader:
+    """An SPDL pipeline over the folder."""
+    return SpdlLoader(ImageFolderDataset(root), batch_size, epochs)
+'''
+
+_DALI = '''
+class DaliLoader:
+    """An NVIDIA DALI pipeline: fn.readers.file over the folder's files (random_shuffle) -> the
+    train recipe's graph (``_recipe``) on DEVICE, WORKERS threads, PREFETCH_FACTOR batches
+    prefetched; batches come out as torch tensors (copied out of DALI's buffers)."""
+
+    def __init__(self, root: str | Path, batch_size: int, epochs: int) -> None:
+        paths, labels, self.classes = list_images(root)
+        self.n, self.batch_size, self.epochs = len(paths), batch_size, epochs
+        self.pipe = Pipeline(
+            batch_size=batch_size,
+            num_threads=WORKERS,
+            device_id=0 if DEVICE == "mixed" else None,
+            prefetch_queue_depth=PREFETCH_FACTOR,
+            seed=0,
+        )
+        with self.pipe:
+            encoded, label = fn.readers.file(
+                files=paths, labels=labels, random_shuffle=True, name="Reader"
+            )
+            self.pipe.set_outputs(_recipe(fn, types, encoded, DEVICE), label)
+        self.pipe.build()
+
+    def __len__(self) -> int:
+        return self.epochs * self.n // self.batch_size
+
+    def __iter__(self) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
+        for _ in range(len(self)):
+            images, labels = self.pipe.run()
+            batch = to_torch_tensor(images.as_tensor(), copy=True)
+            yield batch, to_torch_tensor(labels.as_tensor(), copy=True).reshape(-1).long()
+
+
+def make_loader(root: str | Path, batch_size: int = BATCH_SIZE, epochs: int = 1) -> DaliLoader:
+    """A DALI pipeline over the folder."""
+    return DaliLoader(root, batch_size, epochs)
+'''
+
+_SAMPLER = "from torch.utils.data import DataLoader, RandomSampler"
+LOADERS: dict[str, LoaderCode] = {
+    "torch-dataloader": LoaderCode((_SAMPLER,), _DATALOADER),
+    "threadpool": LoaderCode(
+        ("from collections import deque", "from multiprocessing.pool import ThreadPool"),
+        _THREADPOOL,
+    ),
+    "queue-feeder": LoaderCode(("import queue", "import threading"), _QUEUE_FEEDER),
+    "torchdata-nodes": LoaderCode(
+        ("import torchdata.nodes as tn", "from torch.utils.data import RandomSampler"),
+        _TORCHDATA_NODES,
+    ),
+    "spdl": LoaderCode(
+        ("from spdl.pipeline import PipelineBuilder, build_pipeline, run_pipeline_in_subprocess",),
+        _SPDL,
+    ),
+    "dali": LoaderCode(
+        (
+            "from nvidia.dali import fn, types",
+            "from nvidia.dali.pipeline import Pipeline",
+            "from nvidia.dali.plugin.pytorch.torch_utils import to_torch_tensor",
+        ),
+        _DALI,
+        dataset=False,
+    ),
+}
+LOADERS["spdl-subprocess"] = LOADERS["spdl"]
+
+
+def loader_code(library: str) -> LoaderCode:
+    """The template of the loader ``library``; KeyError when there is none."""
+    return LOADERS[library]
