@@ -41,6 +41,7 @@ _SUBCOMMANDS: list[tuple[str, typer.Typer, str]] = [
     ("advise", app, "imgbench.loaders.advise:advise_command"),
     ("report", app, "imgbench.report.cli:report_command"),
     ("profile", app, "imgbench.profiling.cli:profile_command"),
+    ("export", app, "imgbench.export.cli:export_command"),
     *((s.verify_name, verify_app, s.verify_command) for s in STAGES if s.verify_command),
 ]
 for _name, _parent, _target in _SUBCOMMANDS:
