@@ -1,4 +1,5 @@
-"""Medians with 95% intervals from the raw round times (``samples_s``), for the pages' bars.
+"""Medians with 95% intervals from the raw round times (``samples_s``), for the pages' bars
+(the interval itself is ``imgbench.answer.intervals``', shared with the answer and the report).
 
 These describe one configuration; they judge nothing. Whether a run regressed is decided by
 ``imgbench.compare`` alone (the Compare page calls it), so the dashboard and ``imgbench compare``
@@ -7,36 +8,14 @@ cannot disagree.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
 
-Z95 = 1.96
+from imgbench.answer.intervals import median_ci, round_throughputs
 
-
-def round_throughputs(row: pd.Series) -> np.ndarray:
-    """Images/s of every timed round of one row (empty if the row has no samples)."""
-    samples = row.get("samples_s")
-    images = row.get("images_per_round")
-    if samples is None or images is None or pd.isna(images):
-        return np.empty(0)
-    times = np.asarray(samples, dtype=float)
-    times = times[times > 0]
-    return float(images) / times
-
-
-def median_ci(values: np.ndarray) -> tuple[float, float, float]:
-    """Median and a distribution-free 95% interval (order statistics around n/2)."""
-    values = np.sort(values[np.isfinite(values)])
-    n = values.size
-    if n == 0:
-        return (math.nan, math.nan, math.nan)
-    half = Z95 * math.sqrt(n) / 2
-    lo = max(math.floor(n / 2 - half), 1)
-    hi = min(math.ceil(n / 2 + half), n)
-    return float(np.median(values)), float(values[lo - 1]), float(values[hi - 1])
+__all__ = ["median_ci", "round_throughputs", "summarise"]
 
 
 def summarise(rows: pd.DataFrame, keys: Sequence[str]) -> pd.DataFrame:

@@ -35,13 +35,10 @@ def allocator_text(ok: pd.DataFrame) -> str | None:
     if effect is None:
         return None
     return (
-        f"**Allocator: {effect.allocator} pays.** {effect.text()}. The stage's page compares "
+        f"**Allocator: {effect.allocator} pays** (beyond the noise and more than "
+        f"{ALLOCATOR_PAYS - 1:.0%} faster than glibc). {effect.text()}. The stage's page compares "
         "every allocator measured."
     )
-
-
-def _times(value: float | None) -> str:
-    return f"{value:.1f}x" if value is not None else "not measured"
 
 
 def render_answer(answer: Answer) -> None:
@@ -50,13 +47,13 @@ def render_answer(answer: Answer) -> None:
     if answer.best is None:
         st.info("No recommendation here: " + "; ".join(answer.missing) + ".")
         return
-    best = answer.best
     st.markdown(f"**{answer.headline()}**")
     cols = st.columns(4)
-    cols[0].metric("Recommended, images/s", f"{best.images_per_s:,.0f}")
-    cols[1].metric("× default, 0 workers", _times(answer.speedup(answer.default_0)))
+    cols[0].metric("Recommended, images/s (95% interval)", answer.best_text())
+    cols[1].metric("× default, 0 workers", answer.speedup_text(answer.default_0, short=True))
     cols[2].metric(
-        f"× default, {answer.cores or '?'} workers", _times(answer.speedup(answer.default_cores))
+        f"× default, {answer.cores or '?'} workers",
+        answer.speedup_text(answer.default_cores, short=True),
     )
     cols[3].metric("Bounded by", answer.bound.stage if answer.bound else "unknown")
     lines = [
@@ -66,6 +63,11 @@ def render_answer(answer: Answer) -> None:
     st.markdown("\n".join(lines))
     for note in answer.missing:
         st.caption(f"Missing: {note}.")
+    st.caption(
+        "Bars: median images/s of each configuration's rounds; lines: 95% intervals (the "
+        "rounds' interval widened by the between-session spread measured for that kind of case, "
+        "unless the final measured it). Light green: ties with the recommendation."
+    )
     show(candidates_chart(answer))
     if answer.stage_times_ms:
         show(stage_times_chart(answer))

@@ -187,7 +187,7 @@ def test_augment_shows_the_allocator_effect(open_app, allocator_results: Path) -
 def test_overview_names_the_allocator_that_pays(open_app, allocator_results: Path) -> None:
     at = open_app(allocator_results)
     text = texts(at, "markdown")
-    assert "Allocator: glibc-tuned pays." in text
+    assert "Allocator: glibc-tuned pays" in text
     assert re.search(
         r"pillow · open-convert · jpeg · 1 thread \(decode\): glibc-tuned 1\.\dx glibc", text
     )

@@ -50,7 +50,8 @@ def test_markdown_answers_from_the_newest_run(results: Path) -> None:
     assert out.count("### ci-box") == 1
     assert "**Use reader files · decoder opencv/imdecode-rgb" in out
     assert f"`{best_loader_case(results, NEWEST.run_id)} in run {NEWEST.run_id}`" in out
-    assert "x the common default at 0 workers" in out
+    assert "x) the common default at 0 workers" in out  # the speed-up with its interval
+    assert "| 95% interval |" in out
     assert "| experiment | cow-experiment" in out  # a reference, never the answer
     assert "| skipped | read | pyvips" in out
 

@@ -2,7 +2,19 @@
 Overview, ``imgbench report`` and ``imgbench advise`` (docs/dashboard.md, "The answer")."""
 
 from imgbench.answer.bound import Bound
-from imgbench.answer.recommend import Answer, Measured, Reference, answers
+from imgbench.answer.intervals import Interval, Ratio
+from imgbench.answer.measured import Measured
+from imgbench.answer.recommend import Answer, Reference, answers
 from imgbench.answer.rows import Configuration, problems
 
-__all__ = ["Answer", "Bound", "Configuration", "Measured", "Reference", "answers", "problems"]
+__all__ = [
+    "Answer",
+    "Bound",
+    "Configuration",
+    "Interval",
+    "Measured",
+    "Ratio",
+    "Reference",
+    "answers",
+    "problems",
+]

@@ -29,6 +29,7 @@ HAND_OVER_LIMITED = 0.6  # parallel efficiency below this: moving batches betwee
 WORTH_TRYING = 1.10  # an alternative this much faster in its own stage is worth a loader run
 FOLDER_FORMAT = "folder"  # the format stage's name for the files a loader reads as they are
 STEP_TO_STAGE = {"decode": "read", "augment": "augment", "read": "format"}
+NEAR_MISS = "near miss: "  # faster_alternative's prefix for one below the WORTH_TRYING threshold
 
 
 @dataclass(frozen=True)
@@ -56,8 +57,8 @@ def bounding_stage(extra: dict[str, object], config: Configuration, cores: int |
     if config.workers > 0 and efficiency is not None and efficiency < HAND_OVER_LIMITED:
         return Bound(
             "hand-over",
-            f"hand-over between processes: the workers were busy {efficiency:.0%} of the time "
-            f"(slowest step {step}, {ms:.2f} ms/image)",
+            f"hand-over between processes: the workers were busy {efficiency:.0%} of the time, "
+            f"below {HAND_OVER_LIMITED:.0%} (slowest step {step}, {ms:.2f} ms/image)",
             ms,
         )
     text = f"{step}: {ms:.2f} ms of the pipeline's {1e3 * total:.2f} ms per image ({share:.0%})"
@@ -74,7 +75,8 @@ def faster_alternative(
     bound: Bound, config: Configuration, group: pd.DataFrame, codec: str | None
 ) -> str | None:
     """The fastest alternative for the bounding step that the step's own stage measured here,
-    when it beats the one this configuration uses by ``WORTH_TRYING``."""
+    when it beats the one this configuration uses by ``WORTH_TRYING``; one that is faster by
+    less comes back prefixed ``NEAR_MISS`` (``next_step`` says it is below the threshold)."""
     stage = STEP_TO_STAGE.get(bound.stage)
     if stage is None:
         return None
@@ -139,10 +141,14 @@ def faster_alternative(
         )
     mine_ips = float(pd.to_numeric(mine["images_per_s_median"]).max())
     if best_ips < WORTH_TRYING * mine_ips:
-        return None
+        return NEAR_MISS + (
+            f"{label} {name(best)} was {best_ips / mine_ips - 1:.0%} faster than {used} in the "
+            f"{stage} stage ({best_ips:,.0f} vs {mine_ips:,.0f} images/s; {best['case_id']})"
+        )
     return (
         f"try {label} {name(best)}: {best_ips / mine_ips:.1f}x the {label} used here in the "
-        f"{stage} stage ({best_ips:,.0f} vs {mine_ips:,.0f} images/s; {best['case_id']})"
+        f"{stage} stage ({best_ips:,.0f} vs {mine_ips:,.0f} images/s, at least "
+        f"{WORTH_TRYING - 1:.0%} faster; {best['case_id']})"
     )
 
 
@@ -154,8 +160,11 @@ def next_step(
     cores: int | None,
     max_workers_measured: int,
 ) -> str:
-    """One sentence: what to measure or change next."""
+    """One sentence: what to measure or change next, with the threshold behind it."""
     alternative = faster_alternative(bound, config, group, codec)
+    near = None
+    if alternative and alternative.startswith(NEAR_MISS):
+        near, alternative = alternative.removeprefix(NEAR_MISS), None
     if alternative:
         return alternative
     if bound.stage == "hand-over" and "uint8" not in config.recipe:
@@ -166,8 +175,18 @@ def next_step(
     if cores and config.workers < cores and max_workers_measured <= config.workers:
         return f"measure more workers: none above {config.workers} was measured, {cores} cores"
     if bound.stage in STEP_TO_STAGE:
-        return (
-            f"no faster {bound.stage} was measured here: reduce the {bound.stage} work (e.g. a "
-            "reduced-size decode, a lighter recipe) or move it to the accelerator"
+        stage = STEP_TO_STAGE[bound.stage]
+        text = (
+            f"nothing at least {WORTH_TRYING - 1:.0%} faster for the {bound.stage} step was "
+            f"measured in the {stage} stage here"
         )
-    return "nothing measured here beats it: measure another loader or more workers"
+        if near:
+            text += f" ({near}: below the threshold)"
+        return text + (
+            f": reduce the {bound.stage} work (e.g. a reduced-size decode, a lighter recipe) or "
+            "move it to the accelerator"
+        )
+    return (
+        f"the bound is {bound.stage}, which no other stage measures: measure another loader or "
+        "more workers"
+    )

@@ -4,16 +4,32 @@ common default, what bounds it and what to try next; experiments and ceilings as
 One function, :func:`answers`, that the dashboard's Overview, ``imgbench report`` and
 ``imgbench advise`` share. It never pools machines, datasets or output sizes: each combination
 present in the rows gets its own :class:`Answer`, or a line saying what is missing.
+
+Every figure carries a 95% interval (``imgbench.answer.intervals``); the candidates the
+measurements cannot tell from the fastest form ``Answer.equivalent``, and the pick within it
+follows a stated secondary rule (``imgbench.answer.ties``). Where the group has rows of the
+head-to-head final (``stage == "final"``), its figures replace the matrix's.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import pandas as pd
 
 from imgbench.answer.bound import Bound, bounding_stage, next_step
+from imgbench.answer.intervals import (
+    Ratio,
+    own_cv,
+    ratio,
+    round_throughputs,
+    row_interval,
+    run_to_run_cv,
+)
+from imgbench.answer.measured import FINAL, MATRIX, Measured, distinct_labels
 from imgbench.answer.rows import (
+    REFERENCE_LOADER,
     Configuration,
     Row,
     by_machine_and_dataset,
@@ -24,24 +40,30 @@ from imgbench.answer.rows import (
     output_side,
     where,
 )
+from imgbench.answer.ties import equivalent_to_fastest, extra_dependencies, pick, processes_of
 from imgbench.results.schema import json_object
 
 LOADER_HINT = "`imgbench run -k loader` (or `make bench`)"
 CEILING_STAGES = {"native": "native decode (tjbench)", "format": "raw sequential file read"}
+FINAL_STAGE = "final"  # the head-to-head final's rows (src/imgbench/final/)
+FINAL_PREFIX = "final::"  # a final row's case_id: this + its matrix row's case_id
+SHOWN_TIED = 4  # the headline names this many tied configurations, then counts the rest
+RECOMMENDED, TIES, DEFAULT, MEASURED, MATRIX_ONLY = ROLES = (
+    "recommended",
+    "ties with it",
+    "common default",
+    "measured",
+    "matrix only (not in the final)",
+)
 
 
 @dataclass(frozen=True)
-class Measured:
-    """One row's figure, with what identifies the row: every number is traceable."""
+class Shown:
+    """A candidate as the chart and the report's table show it: a label no other shares."""
 
-    configuration: Configuration
-    images_per_s: float
-    case_id: str
-    run_id: str
-    memory_bytes: float | None  # peak summed PSS of the loader's processes (RSS when absent)
-
-    def cite(self) -> str:
-        return f"{self.case_id} in run {self.run_id}"
+    measured: Measured
+    label: str
+    role: str
 
 
 @dataclass(frozen=True)
@@ -85,20 +107,114 @@ class Answer:
     candidates: list[Measured] = field(default_factory=list)  # every real configuration, best first
     references: list[Reference] = field(default_factory=list)
     missing: list[str] = field(default_factory=list)
+    # the candidates the measurements cannot tell from the fastest (best median first); ``best``
+    # is picked within it by the secondary rule, which ``pick_rule`` states
+    equivalent: list[Measured] = field(default_factory=list)
+    fastest: Measured | None = None  # the highest median (``best`` when nothing ties with it)
+    pick_rule: str | None = None
+    final_rounds: int | None = None  # rounds of the head-to-head final behind the figures
+
+    @property
+    def tied(self) -> list[Measured]:
+        """The equivalent set without the pick."""
+        return [m for m in self.equivalent if m is not self.best]
+
+    @property
+    def matrix_only(self) -> list[Measured]:
+        """Candidates the final did not re-measure (when there is a final)."""
+        if self.final_rounds is None:
+            return []
+        return [m for m in self.candidates if m.source == MATRIX]
 
     @property
     def title(self) -> str:
         return f"{self.machine} · {self.dataset} ({self.codec or '?'}, output {self.output})"
+
+    def role(self, measured: Measured) -> str:
+        if measured is self.best:
+            return RECOMMENDED
+        if any(measured is m for m in self.equivalent):
+            return TIES
+        if measured is self.default_0 or measured is self.default_cores:
+            return DEFAULT
+        if self.final_rounds is not None and measured.source == MATRIX:
+            return MATRIX_ONLY
+        return MEASURED
+
+    def shown(self, limit: int) -> list[Shown]:
+        """The first ``limit`` candidates, then the tied set, the pick and the common default
+        wherever they rank; labels from ``distinct_labels`` over every candidate."""
+        labels = distinct_labels(self.candidates)
+        keep = [
+            (m, label)
+            for index, (m, label) in enumerate(zip(self.candidates, labels, strict=True))
+            if index < limit or self.role(m) in (RECOMMENDED, TIES, DEFAULT)
+        ]
+        return [Shown(m, label, self.role(m)) for m, label in keep]
 
     def speedup(self, default: Measured | None) -> float | None:
         if self.best is None or default is None or default.images_per_s <= 0:
             return None
         return self.best.images_per_s / default.images_per_s
 
+    def speedup_interval(self, default: Measured | None) -> Ratio | None:
+        """The pick over ``default`` with its 95% interval (each side's interval combined)."""
+        if self.best is None or default is None:
+            return None
+        if self.best.interval is None or default.interval is None:
+            factor = self.speedup(default)
+            return None if factor is None else Ratio(factor, factor, factor)
+        return ratio(self.best.interval, default.interval)
+
+    def speedup_text(self, default: Measured | None, short: bool = False) -> str:
+        """``4.5x (95% interval 4.1-4.9x)`` (``short``: ``4.5x (4.1-4.9x)``); "not measured"
+        without a default."""
+        found = self.speedup_interval(default)
+        if found is None:
+            return "not measured"
+        return found.short() if short else found.text()
+
+    def best_text(self) -> str:
+        """The pick's images/s and interval for a metric tile: ``610 (580-640)``."""
+        if self.best is None:
+            return "not measured"
+        if self.best.interval is None:
+            return f"{self.best.images_per_s:,.0f}"
+        return self.best.interval.short()
+
+    def equivalence_text(self) -> str:
+        """The tie rule's outcome, in words: the tied set and why the pick was picked."""
+        if self.best is None:
+            return ""
+        tied = self.tied
+        if not tied:
+            return "no other configuration ties with it within the noise"
+        names = [m.configuration.label() + f" ({m.figure()})" for m in tied[:SHOWN_TIED]]
+        more = len(tied) - SHOWN_TIED
+        listed = "; ".join(names) + (f"; and {more} more" if more > 0 else "")
+        count = f"{len(tied)} configuration{'s' if len(tied) != 1 else ''}"
+        return f"{count} tie with it within the noise: {listed}; picked it because {self.pick_rule}"
+
+    def provenance(self) -> str:
+        """Where the figures come from: the head-to-head final, or one matrix run each."""
+        if self.final_rounds is not None:
+            only = len(self.matrix_only)
+            return (
+                f"confirmed head to head over {self.final_rounds} interleaved rounds (the final); "
+                f"{only} configuration{'s' if only != 1 else ''} only in the matrix listed after"
+            )
+        return (
+            "one matrix run per configuration: each interval is its rounds' 95% interval widened "
+            "by the between-session spread measured for its kind of case (docs/dashboard.md)"
+        )
+
     def evidence(self) -> list[Evidence]:
         """What bounds the answer, what to try next, and the rows behind it: one list that the
         Overview, the HTML and the Markdown report each format."""
         items: list[Evidence] = []
+        if self.best is not None:
+            items.append(Evidence("Ties", self.equivalence_text() + "."))
+            items.append(Evidence("Figures", self.provenance() + "."))
         if self.bound is not None:
             items.append(Evidence("What bounds it", f"{self.bound.text}."))
         if self.next_step:
@@ -111,7 +227,7 @@ class Answer:
                     Evidence(
                         None,
                         f"common default at {default.configuration.workers} workers: "
-                        f"{default.images_per_s:,.0f} images/s,",
+                        f"{default.figure()},",
                         default.cite(),
                     )
                 )
@@ -121,29 +237,77 @@ class Answer:
         """One sentence a user can act on, or what is missing."""
         if self.best is None:
             return "No answer: " + "; ".join(self.missing)
-        text = (
-            f"Use {self.best.configuration.label()}: {self.best.images_per_s:,.0f} images/s end to "
-            "end"
-        )
-        speedups = [
-            f"{factor:.1f}x the common default at {default.configuration.workers} workers"
-            for default in (self.default_0, self.default_cores)
-            if default is not None and (factor := self.speedup(default)) is not None
-        ]
+        text = f"Use {self.best.configuration.label()}: {self.best.figure()} end to end"
+        speedups = []
+        for default in (self.default_0, self.default_cores):
+            found = self.speedup_interval(default)
+            if default is None or found is None:
+                continue
+            workers = default.configuration.workers
+            if found.supported or found.low == found.high:
+                speedups.append(f"{found.text()} the common default at {workers} workers")
+            else:
+                speedups.append(
+                    f"no faster than the common default at {workers} workers within the noise "
+                    f"({found.text()})"
+                )
         if speedups:
             text += " (" + ", ".join(speedups) + ")"
+        if self.final_rounds is not None:
+            text += f", confirmed head to head over {self.final_rounds} interleaved rounds"
+        tied = self.tied
+        if tied:
+            names = ", ".join(m.configuration.label() for m in tied[:SHOWN_TIED])
+            more = len(tied) - SHOWN_TIED
+            names += f" and {more} more" if more > 0 else ""
+            text += (
+                f"; {len(tied)} configuration{'s' if len(tied) != 1 else ''} tie with it within "
+                f"the noise: {names}; picked it because {self.pick_rule}"
+            )
         return text + "."
 
 
-def _measured(row: Row) -> Measured:
+def _memory(row: Row | None) -> float | None:
+    if row is None:
+        return None
     extra = json_object(row.get("extra_json"))
-    memory = number(extra.get("peak_pss_bytes")) or number(row.get("peak_rss_bytes"))
+    return number(extra.get("peak_pss_bytes")) or number(row.get("peak_rss_bytes"))
+
+
+def _worker_processes(config: Configuration) -> bool:
+    """Without a memory timeline: whether the loader's workers are processes (by its name)."""
+    return config.loader == REFERENCE_LOADER or any(
+        "process" in part for part in (config.loader, *config.knobs)
+    )
+
+
+def _measured(
+    row: Row, medians: list[float], source: str = MATRIX, matrix: Row | None = None
+) -> Measured:
+    """A candidate from its row; ``medians``: every run's median of its case (its own spread
+    from three on); ``matrix``: a final row's matrix row (what the final row lacks comes from it)."""
+    config = Configuration.of(row)
+    extra = json_object(row.get("extra_json"))
+    matrix_extra = json_object(matrix.get("extra_json")) if matrix is not None else {}
+    both = {**matrix_extra, **extra}
+    stage = FINAL_STAGE if source == FINAL else str(row.get("stage") or "loader")
+    cv = own_cv(medians) if source == MATRIX else None
+    if cv is None:
+        cv = run_to_run_cv(stage, config.workers)
+    params = json_object(row.get("params_json"))
     return Measured(
-        configuration=Configuration.of(row),
+        configuration=config,
         images_per_s=float(row["images_per_s_median"]),
         case_id=str(row["case_id"]),
         run_id=str(row["run_id"]),
-        memory_bytes=memory,
+        memory_bytes=_memory(row) or _memory(matrix),
+        interval=row_interval(row, cv),
+        rounds=int(round_throughputs(row).size),
+        source=source,
+        processes=processes_of(both, config, _worker_processes(config)),
+        extra_dependencies=extra_dependencies(both, config),
+        params=tuple(sorted((str(k), str(v)) for k, v in params.items())),
+        matrix_case_id=str(matrix["case_id"]) if matrix is not None else None,
     )
 
 
@@ -202,6 +366,28 @@ def references(group: pd.DataFrame, loaders: pd.DataFrame, codec: str | None) ->
     return sorted(refs, key=lambda r: (r.kind, -r.images_per_s))
 
 
+def _final_rows(group: pd.DataFrame, matrix: dict[str, Row]) -> dict[str, Row]:
+    """The newest final's rows of the group, by the case_id of the matrix row each re-measured."""
+    finals = group[where(group, lambda r: r.get("stage") == FINAL_STAGE)]
+    if finals.empty:
+        return {}
+    newest = finals.loc[finals["created_utc"].idxmax()]
+    key = "run_group" if isinstance(newest.get("run_group"), str) else "run_id"
+    finals = _latest(finals[finals[key] == newest[key]])
+    found: dict[str, Row] = {}
+    for _, row in finals.iterrows():
+        extra = json_object(row.get("extra_json"))
+        case = str(row["case_id"])
+        matrix_case = extra.get("matrix_case_id") or case.removeprefix(FINAL_PREFIX)
+        if str(matrix_case) in matrix:
+            found[str(matrix_case)] = row
+    return found
+
+
+def _ranked(items: list[Measured]) -> list[Measured]:
+    return sorted(items, key=lambda m: m.images_per_s, reverse=True)
+
+
 def _answer_for(group: pd.DataFrame, loaders: pd.DataFrame, side: int | None) -> Answer:
     first = group.iloc[0]
     cores = number(first.get("cpu_cores_logical"))
@@ -216,18 +402,35 @@ def _answer_for(group: pd.DataFrame, loaders: pd.DataFrame, side: int | None) ->
         cores=int(cores) if cores else None,
         ram_bytes=number(first.get("ram_bytes")),
     )
-    real = loaders[where(loaders, lambda r: not is_experiment(r) and output_side(r) == side)]
+    every_run = loaders[where(loaders, lambda r: not is_experiment(r) and output_side(r) == side)]
     answer.references = references(group, loaders, answer.codec)
-    real = _latest(real)
+    real = _latest(every_run)
     if real.empty:
         answer.missing.append(f"no loader rows on this machine and dataset: run {LOADER_HINT}")
         return answer
-    real = real.sort_values("images_per_s_median", ascending=False, kind="stable")
-    answer.candidates = [_measured(row) for _, row in real.iterrows()]
-    best_row = real.iloc[0]
-    answer.best = answer.candidates[0]
+    medians = every_run.groupby("case_id")["images_per_s_median"].apply(
+        lambda v: [float(x) for x in v]
+    )
+    rows: dict[str, Row] = {str(row["case_id"]): row for _, row in real.iterrows()}
+    finals = _final_rows(group, rows)
+    final = _ranked([_measured(row, [], FINAL, rows[case]) for case, row in finals.items()])
+    matrix = _ranked(
+        [_measured(row, medians[case], MATRIX) for case, row in rows.items() if case not in finals]
+    )
+    answer.candidates = final + matrix
+    contest = final or matrix
+    if final:
+        answer.final_rounds = max(m.rounds for m in final)
+    answer.fastest = contest[0]
+    answer.equivalent = equivalent_to_fastest(contest)
+    chosen = pick(answer.equivalent)
+    answer.best, answer.pick_rule = chosen.measured, chosen.rule
     config = answer.best.configuration
-    extra = json_object(best_row.get("extra_json"))
+    final_row = finals.get(answer.best.matrix_case_id or "")
+    best_row = final_row if final_row is not None else rows[answer.best.case_id]
+    extra: dict[str, Any] = json_object(best_row.get("extra_json"))
+    if "stage_times_s" not in extra and answer.best.matrix_case_id:
+        extra = {**json_object(rows[answer.best.matrix_case_id].get("extra_json")), **extra}
     answer.bound = bounding_stage(extra, config, answer.cores)
     times = {str(k): number(v) for k, v in json_object(extra.get("stage_times_s")).items()}
     answer.stage_times_ms = {k: 1e3 * v for k, v in times.items() if v is not None}

@@ -128,6 +128,8 @@ class Configuration:
     recipe: str
     knobs: tuple[str, ...]  # non-default loader settings (spawn, prefetch4, ...)
     allocator: str | None
+    storage: str | None = None  # "s3" etc. when not the local disk
+    start_method: str | None = None  # the DataLoader's worker start method (fork, spawn, ...)
 
     @classmethod
     def of(cls, row: Row) -> Configuration:
@@ -136,6 +138,7 @@ class Configuration:
         augment, _, recipe = pipeline.partition(":")
         variant = str(row.get("variant") or "")
         allocator = row.get("allocator")
+        storage, start = params.get("storage") or row.get("storage"), params.get("start_method")
         return cls(
             loader=str(row.get("library")),
             workers=int(number(row.get("workers")) or 0),
@@ -145,6 +148,8 @@ class Configuration:
             recipe=recipe,
             knobs=tuple(variant.split("+")[1:]),
             allocator=str(allocator) if isinstance(allocator, str) and allocator else None,
+            storage=str(storage) if isinstance(storage, str) and storage != "local" else None,
+            start_method=str(start) if start else None,
         )
 
     @property
@@ -160,18 +165,46 @@ class Configuration:
             and self.recipe in ("", "train-classification")
         )
 
+    @property
+    def output_dtype(self) -> str:
+        """uint8 for the recipes that stop before the float conversion, float32 otherwise."""
+        return "uint8" if "uint8" in self.recipe else "float32"
+
     def label(self) -> str:
         parts = [
             f"reader {self.format}",
             f"decoder {self.decoder}",
             f"augmentation {self.augment}" + (f" ({self.recipe})" if self.recipe else ""),
+            f"{self.output_dtype} output",
             f"loader {self.loader}",
             f"{self.workers} workers",
         ]
+        if self.start_method and self.workers > 0:
+            parts.append(f"start {self.start_method}")
         if self.knobs:
             parts.append(", ".join(self.knobs))
+        if self.storage:
+            parts.append(f"storage {self.storage}")
         if self.allocator:
             parts.append(f"allocator {self.allocator}")
+        return " · ".join(parts)
+
+    def short_label(self) -> str:
+        """The chart's label: every dimension that tells two configurations apart, compactly."""
+        parts = [
+            self.loader,
+            f"{self.workers} wk"
+            + (f" {self.start_method}" if self.start_method and self.workers > 0 else ""),
+            self.decoder,
+            self.augment + (f" {self.recipe}" if self.recipe else ""),
+            self.output_dtype,
+            self.format,
+        ]
+        parts += list(self.knobs)
+        if self.storage:
+            parts.append(self.storage)
+        if self.allocator not in (None, "glibc"):
+            parts.append(str(self.allocator))
         return " · ".join(parts)
 
 

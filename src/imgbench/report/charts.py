@@ -10,72 +10,80 @@ import altair as alt
 import pandas as pd
 
 from imgbench.answer import Answer
+from imgbench.answer.recommend import ROLES
+from imgbench.report.document import SHOWN_CANDIDATES
 
 IMAGES_PER_S = "images/s"
-SHOWN_CANDIDATES = 8  # the best few, plus the common default, keep the chart readable
-ROLE_COLOURS = {"recommended": "#2ca02c", "common default": "#7f7f7f", "measured": "#9ecae1"}
+ROLE_COLOURS = dict(
+    zip(ROLES, ["#2ca02c", "#98df8a", "#7f7f7f", "#9ecae1", "#dadaeb"], strict=True)
+)
 STEP_ORDER = ["read", "decode", "augment", "collate"]
+COLUMNS = [
+    "configuration",
+    "images_per_s",
+    "ci_low",
+    "ci_high",
+    "role",
+    "source",
+    "case_id",
+    "run_id",
+]
 
 
 def candidates_frame(answer: Answer) -> pd.DataFrame:
-    """The best configurations and the common default, one row each, with their role."""
-    defaults = {id(d) for d in (answer.default_0, answer.default_cores) if d is not None}
-    shown = answer.candidates[:SHOWN_CANDIDATES] + [
-        c for c in answer.candidates[SHOWN_CANDIDATES:] if id(c) in defaults
-    ]
+    """The best configurations, the tied set and the common default: one row (one bar) each,
+    labelled so that no two share a label, with the 95% interval (``Answer.shown``)."""
     records = []
-    for index, measured in enumerate(shown):
-        config = measured.configuration
-        role = (
-            "recommended"
-            if index == 0
-            else "common default"
-            if id(measured) in defaults
-            else "measured"
-        )
+    for shown in answer.shown(SHOWN_CANDIDATES):
+        measured, interval = shown.measured, shown.measured.interval
         records.append(
             {
-                "configuration": (
-                    f"{config.loader} · {config.workers} wk · {config.decoder} · "
-                    f"{config.augment} · {config.format}"
-                    + (" · " + ",".join(config.knobs) if config.knobs else "")
-                    + (f" · {config.allocator}" if config.allocator not in (None, "glibc") else "")
-                ),
+                "configuration": shown.label,
                 "images_per_s": measured.images_per_s,
-                "role": role,
+                "ci_low": interval.low if interval else measured.images_per_s,
+                "ci_high": interval.high if interval else measured.images_per_s,
+                "role": shown.role,
+                "source": measured.source,
                 "case_id": measured.case_id,
                 "run_id": measured.run_id,
             }
         )
-    return pd.DataFrame(
-        records, columns=["configuration", "images_per_s", "role", "case_id", "run_id"]
-    )
+    return pd.DataFrame(records, columns=COLUMNS)
 
 
-def candidates_chart(answer: Answer) -> alt.Chart:
+def candidates_chart(answer: Answer) -> alt.LayerChart:
+    """One bar per configuration (never stacked: every label is distinct) and its 95% interval."""
     frame = candidates_frame(answer)
-    return (
-        alt.Chart(frame)
-        .mark_bar()
-        .encode(
-            x=alt.X("images_per_s:Q", title=f"end-to-end {IMAGES_PER_S} (median of rounds)"),
-            y=alt.Y("configuration:N", title=None, sort="-x", axis=alt.Axis(labelLimit=520)),
-            color=alt.Color(
-                "role:N",
-                title=None,
-                scale=alt.Scale(domain=list(ROLE_COLOURS), range=list(ROLE_COLOURS.values())),
-                legend=alt.Legend(orient="bottom"),
-            ),
-            tooltip=[
-                "configuration:N",
-                "role:N",
-                alt.Tooltip("images_per_s:Q", title=IMAGES_PER_S, format=",.0f"),
-                "case_id:N",
-                "run_id:N",
-            ],
-        )
-        # SVG text is measured with vl-convert's font, drawn with the browser's: room for both
-        .properties(height=alt.Step(22), width=420, padding={"left": 80, "top": 5, "right": 5})
+    order = list(frame.sort_values("images_per_s", ascending=False)["configuration"])
+    y = alt.Y("configuration:N", title=None, sort=order, axis=alt.Axis(labelLimit=520))
+    tooltip: list[str | alt.Tooltip] = [
+        "configuration:N",
+        "role:N",
+        "source:N",
+        alt.Tooltip("images_per_s:Q", title=IMAGES_PER_S, format=",.0f"),
+        alt.Tooltip("ci_low:Q", title="95% interval, low", format=",.0f"),
+        alt.Tooltip("ci_high:Q", title="95% interval, high", format=",.0f"),
+        "case_id:N",
+        "run_id:N",
+    ]
+    base = alt.Chart(frame).encode(y=y, tooltip=tooltip)
+    bars = base.mark_bar().encode(
+        x=alt.X(
+            "images_per_s:Q",
+            title=f"end-to-end {IMAGES_PER_S} (median of rounds; line: 95% interval)",
+            stack=None,
+        ),
+        color=alt.Color(
+            "role:N",
+            title=None,
+            scale=alt.Scale(domain=list(ROLE_COLOURS), range=list(ROLE_COLOURS.values())),
+            legend=alt.Legend(orient="bottom", columns=3),
+        ),
+    )
+    rules = base.mark_rule(color="black").encode(x="ci_low:Q", x2="ci_high:Q")
+    # SVG text is measured with vl-convert's font, drawn with the browser's: room for both
+    return alt.LayerChart(layer=[bars, rules]).properties(
+        height=alt.Step(22), width=420, padding={"left": 80, "top": 5, "right": 5}
     )
 
 

@@ -18,6 +18,7 @@ from imgbench.results.location import ObjectPath
 from imgbench.results.store import LoadedResults
 
 BENCH_HINT = "run `make bench`, or `imgbench run --profile quick`"
+SHOWN_CANDIDATES = 8  # the best few, plus the tied set and the common default, keep it readable
 
 
 @dataclass

@@ -15,7 +15,7 @@ from imgbench.answer import Answer
 from imgbench.answer.decoders import DecoderRanking, workers_column
 from imgbench.answer.rows import number
 from imgbench.report.charts import candidates_chart, stage_times_chart
-from imgbench.report.document import Report
+from imgbench.report.document import SHOWN_CANDIDATES, Report
 
 STYLE = """
 body { font-family: system-ui, sans-serif; margin: 2rem auto; max-width: 70rem; color: #222; }
@@ -31,14 +31,10 @@ code { font-size: 0.85rem; background: #f4f4f4; padding: 0 0.2rem; }
 """
 
 
-def svg(chart: alt.Chart) -> str:
+def svg(chart: alt.Chart | alt.LayerChart) -> str:
     import vl_convert
 
     return str(vl_convert.vegalite_to_svg(chart.to_dict()))
-
-
-def _times(value: float | None) -> str:
-    return f"{value:.1f}x" if value is not None else "not measured"
 
 
 def _table(header: list[str], rows: list[list[str]]) -> str:
@@ -52,11 +48,11 @@ def _answer(answer: Answer) -> str:
     parts.append(f'<p class="headline">{escape(answer.headline())}</p>')
     if answer.best is not None:
         metrics = [
-            ("Recommended, images/s", f"{answer.best.images_per_s:,.0f}"),
-            ("× default, 0 workers", _times(answer.speedup(answer.default_0))),
+            ("Recommended, images/s (95% interval)", answer.best_text()),
+            ("× default, 0 workers", answer.speedup_text(answer.default_0, short=True)),
             (
                 f"× default, {answer.cores or '?'} workers",
-                _times(answer.speedup(answer.default_cores)),
+                answer.speedup_text(answer.default_cores, short=True),
             ),
             ("Bounded by", answer.bound.stage if answer.bound else "unknown"),
         ]
@@ -77,6 +73,7 @@ def _answer(answer: Answer) -> str:
         ]
         parts.append("<ul>" + "".join(f"<li>{i}</li>" for i in items) + "</ul>")
         parts.append(f'<figure class="chart">{svg(candidates_chart(answer))}</figure>')
+        parts.append(_candidates(answer))
         if answer.stage_times_ms:
             parts.append(f'<figure class="chart">{svg(stage_times_chart(answer))}</figure>')
     for note in answer.missing if answer.best is not None else []:
@@ -102,6 +99,25 @@ def _answer(answer: Answer) -> str:
             )
         )
     return "\n".join(parts)
+
+
+def _candidates(answer: Answer) -> str:
+    """The chart's configurations as a table: each figure with its 95% interval and role."""
+    rows = []
+    for shown in answer.shown(SHOWN_CANDIDATES):
+        m = shown.measured
+        interval = f"{m.interval.low:,.0f}-{m.interval.high:,.0f}" if m.interval else ""
+        rows.append(
+            [
+                escape(shown.label),
+                f"{m.images_per_s:,.0f}",
+                interval,
+                escape(shown.role),
+                escape(m.source),
+                f"<code>{escape(m.case_id)}</code>",
+            ]
+        )
+    return _table(["configuration", "images/s", "95% interval", "role", "source", "row"], rows)
 
 
 def _ips(value: object) -> str:

@@ -5,26 +5,22 @@ from __future__ import annotations
 from imgbench.answer import Answer
 from imgbench.answer.decoders import DecoderRanking, workers_column
 from imgbench.answer.rows import number
-from imgbench.report.document import Report
+from imgbench.report.document import SHOWN_CANDIDATES, Report
 
 
 def _cell(text: object) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
 
 
-def _times(value: float | None) -> str:
-    return f"{value:.1f}x" if value is not None else "not measured"
-
-
 def _answer(answer: Answer) -> list[str]:
     lines = [f"### {answer.title}", "", f"**{answer.headline()}**", ""]
     if answer.best is not None:
         lines += [
-            "| recommended images/s | × default, 0 workers | "
+            "| recommended images/s (95% interval) | × default, 0 workers | "
             f"× default, {answer.cores or '?'} workers | bounded by |",
             "|---:|---:|---:|---|",
-            f"| {answer.best.images_per_s:,.0f} | {_times(answer.speedup(answer.default_0))} | "
-            f"{_times(answer.speedup(answer.default_cores))} | "
+            f"| {answer.best_text()} | {answer.speedup_text(answer.default_0, short=True)} | "
+            f"{answer.speedup_text(answer.default_cores, short=True)} | "
             f"{answer.bound.stage if answer.bound else 'unknown'} |",
             "",
         ]
@@ -33,7 +29,7 @@ def _answer(answer: Answer) -> list[str]:
             for e in answer.evidence()
         ]
         lines += [f"- Missing: {note}." for note in answer.missing]
-        lines.append("")
+        lines += ["", *candidates_table(answer), ""]
     if answer.references:
         lines += [
             "References, never a choice:",
@@ -46,6 +42,23 @@ def _answer(answer: Answer) -> list[str]:
             ),
             "",
         ]
+    return lines
+
+
+def candidates_table(answer: Answer) -> list[str]:
+    """The chart's configurations as a table: each figure with its 95% interval and role."""
+    lines = [
+        "| configuration | images/s | 95% interval | role | source | row |",
+        "|---|---:|---|---|---|---|",
+    ]
+    for shown in answer.shown(SHOWN_CANDIDATES):
+        m = shown.measured
+        low, high = (m.interval.low, m.interval.high) if m.interval else (None, None)
+        interval = f"{low:,.0f}-{high:,.0f}" if low is not None and high is not None else ""
+        lines.append(
+            f"| {_cell(shown.label)} | {m.images_per_s:,.0f} | {interval} | {shown.role} | "
+            f"{m.source} | `{_cell(m.case_id)}` |"
+        )
     return lines
 
 
