@@ -520,7 +520,7 @@ def _print_answer(console: Console, advice: Advice) -> None:
     if answer is None:
         return
     console.print(
-        f"Fastest overall ({answer.title}): {answer.headline()}", highlight=False, markup=False
+        f"The answer ({answer.title}): {answer.headline()}", highlight=False, markup=False
     )
     if answer.next_step:
         console.print(f"Next thing to try: {answer.next_step}.", highlight=False, markup=False)
