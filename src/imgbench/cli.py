@@ -42,6 +42,7 @@ _SUBCOMMANDS: list[tuple[str, typer.Typer, str]] = [
     ("report", app, "imgbench.report.cli:report_command"),
     ("profile", app, "imgbench.profiling.cli:profile_command"),
     ("export", app, "imgbench.export.cli:export_command"),
+    ("final", app, "imgbench.final.cli:final_command"),
     *((s.verify_name, verify_app, s.verify_command) for s in STAGES if s.verify_command),
 ]
 for _name, _parent, _target in _SUBCOMMANDS:
@@ -169,6 +170,8 @@ def run(
         codes.append(run_session(args, session.process_env(child_env)))
         if codes[-1] not in (0, 1, 5):
             break  # interrupted or a usage error: stop here
+    if codes and codes[-1] in (0, 1, 5) and measure == "wall":
+        _hold_final(sessions, chosen.name, dataset or chosen.dataset, results, location, group)
     try:
         written = [
             location.path_of(f.name) for f in location.files() if f.mtime_ns >= started * 1e9 - 2e9
@@ -177,6 +180,30 @@ def run(
         raise fail(str(exc)) from None
     _print_written(written)
     raise typer.Exit(combined_exit_code(codes))
+
+
+def _hold_final(
+    sessions: list[Any], profile: str, dataset: str, results: str, location: Any, group: str
+) -> None:
+    """After the sessions: the main session's best loader configurations head to head
+    (imgbench.final), whose rows the answer uses; a final that cannot run says why."""
+    from imgbench.final.cli import hold_final, main_session_rows
+    from imgbench.results.store import load_results
+
+    main = next((s for s in sessions if s.environment == "main" and not s.secondary), None)
+    if main is None or main.allocator is not None:
+        return
+    try:
+        frame = load_results(results).frame
+    except Exception as exc:  # the rows are safe on disk; only the final is lost
+        err.print(f"[yellow]final: the run's rows could not be read: {exc}[/]", highlight=False)
+        return
+    rows = main_session_rows(frame, main.save_name, group)
+    if rows.empty:
+        return  # no loader rows in this run (e.g. -k read): nothing to confirm
+    result = hold_final(rows, location, profile, dataset, main.save_name, group, say=console.print)
+    for line in result.lines:
+        console.print(f"[dim]{line}[/]", highlight=False, soft_wrap=True)
 
 
 def _print_written(written: list[Any]) -> None:

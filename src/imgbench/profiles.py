@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any, Literal, TypeVar
 
 from imgbench.augment.plan import AugmentPlan
+from imgbench.final.plan import FinalPlan
 from imgbench.formats.plan import FormatPlan
 from imgbench.loaders.plan import LoaderPlan
 from imgbench.plan import PLANS, StagePlan, override
@@ -208,6 +209,9 @@ _DEFAULT = Profile(
             # synthetic set only: extra_dataset_plans turns it off)
             supply_decoders="all",
         ),
+        # the matrix's best loader configurations and the common default, head to head: 5 blocks
+        # of 3 rounds each (docs/final.md)
+        "final": FinalPlan(),
     },
     # the allocator's effect where it was measured to matter: decoders that allocate through
     # malloc (Pillow) or numpy, augmentation pipelines, and the DataLoader's workers
@@ -346,6 +350,8 @@ BUILTIN: dict[str, Profile] = {
                 ),
                 # S3: tar shards at every worker count, unshaped and through a 50 ms path (where
                 # workers must hide the round trips; at 50 images/s ~17 minutes for the ten cases)
+                # the final's machinery on a few candidates (docs/final.md)
+                "final": FinalPlan(blocks=2, rounds=2, next_few=1, max_candidates=4),
                 "loader": LoaderPlan(
                     libraries="all",
                     thread_sweep=(1, 2, 4, 2 * (os.cpu_count() or 2)),

@@ -1,0 +1,102 @@
+"""The head-to-head final on a real quick matrix: who it chooses, that it measures them in
+shuffled interleaved blocks from one server, and the rows it writes (stage ``final``)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pandas as pd
+from typer.testing import CliRunner
+
+from imgbench.cli import app
+from imgbench.final.plan import FinalPlan
+from imgbench.final.run import PREFIX
+from imgbench.final.select import choose
+from imgbench.profiles import get_profile
+from tests.shared_runs import SessionRun
+
+
+def _loader_rows(run: SessionRun) -> pd.DataFrame:
+    rows = run.frame("loader")
+    assert (rows["status"] == "ok").any(), run.output
+    return rows
+
+
+def test_choose_takes_the_best_the_next_and_both_common_defaults(
+    quick_session: SessionRun,
+) -> None:
+    rows = _loader_rows(quick_session)
+    plan = FinalPlan(next_few=1, max_candidates=4)
+    selection = choose(rows, plan)
+    answer = selection.answer
+    assert answer is not None and answer.best is not None
+    ids = [c.case_id for c in selection.candidates]
+    assert ids[0] == answer.best.case_id  # the pick, even when the set is larger than the room
+    # then the rest of the equivalent set and the next few, as far as room allows
+    ranked = [answer.best.case_id]
+    ranked += [m.case_id for m in answer.equivalent if m.case_id not in ranked]
+    ranked += [m.case_id for m in answer.candidates if m.case_id not in ranked]
+    chosen = [c.case_id for c in selection.candidates if not c.why.startswith("common default")]
+    assert chosen == ranked[: len(chosen)]
+    assert len(ids) == len(set(ids)) <= plan.max_candidates
+    for default in (answer.default_0, answer.default_cores):
+        assert default is not None
+        assert default.case_id in ids  # the speed-ups' base is always re-measured
+    # a candidate of another environment is left out with the reason, never measured here
+    moved = rows.copy()
+    moved.loc[moved["case_id"] == answer.best.case_id, "environment"] = "pillow-simd"
+    other = choose(moved, plan)
+    assert answer.best.case_id not in [c.case_id for c in other.candidates]
+    assert any("pillow-simd" in line for line in other.left_out)
+
+
+def test_imgbench_final_writes_interleaved_rows(quick_session: SessionRun, tmp_path: Path) -> None:
+    results = tmp_path / "results"
+    shutil.copytree(quick_session.results, results)
+    rows = _loader_rows(quick_session)
+    run_id = str(rows["run_id"].iloc[0])  # the session ran without --benchmark-save: no name
+    plan = get_profile("quick").plan(FinalPlan)
+    outcome = CliRunner().invoke(
+        app,
+        [
+            "final",
+            "--results",
+            str(results),
+            "--run",
+            run_id,
+            "--profile",
+            "quick",
+            "--dataset",
+            str(quick_session.dataset),
+        ],
+    )
+    assert outcome.exit_code == 0, outcome.output
+    written = [p for p in results.glob("*.parquet") if "-final-" in p.name]
+    assert len(written) == 1, outcome.output
+    final = pd.read_parquet(written[0])
+    assert set(final["stage"]) == {"final"}
+    assert final["run_name"].eq(f"{run_id}-final").all()
+    ok = final[final["status"] == "ok"]
+    assert len(ok) >= 3, final[["case_id", "status", "reason"]]
+    matrix_ids = set(rows["case_id"])
+    orders: list[list[str]] = []
+    for _, row in ok.iterrows():
+        extra = json.loads(row["extra_json"])
+        assert row["case_id"] == PREFIX + extra["matrix_case_id"]
+        assert extra["matrix_case_id"] in matrix_ids
+        # every block measured it: its rounds pool the blocks, each block's figure kept
+        assert extra["final_blocks"] == plan.blocks
+        assert len(extra["final_block_images_per_s"]) == plan.blocks
+        assert len(row["samples_s"]) == plan.blocks * plan.rounds
+        assert row["images_per_s_median"] > 0
+        # the configuration is the matrix row's: the answer reads it from the same params
+        matrix = rows[rows["case_id"] == extra["matrix_case_id"]].iloc[0]
+        assert row["params_json"] == matrix["params_json"]
+        assert row["library"] == matrix["library"]
+        orders = json.loads(extra["final_orders"])
+    # each block ran every candidate once, in a shuffled order
+    assert len(orders) == plan.blocks
+    assert all(sorted(order) == sorted(orders[0]) for order in orders)
+    assert set(orders[0]) == {json.loads(e)["matrix_case_id"] for e in ok["extra_json"]}
