@@ -139,7 +139,7 @@ def test_ties_are_said_and_the_least_memory_decides() -> None:
     slow = [m for m in answer.candidates if m not in answer.equivalent]
     assert slow and all(m.images_per_s < 0.8 * 1000.0 for m in slow)
     headline = answer.headline()
-    assert "tie with it within the noise" in headline
+    assert "1 configuration ties with it within the noise" in headline
     assert "picked it because it uses the least memory" in headline
     frame = candidates_frame(answer)
     roles = dict(zip(frame["case_id"], frame["role"], strict=True))

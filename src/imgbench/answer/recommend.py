@@ -57,6 +57,15 @@ RECOMMENDED, TIES, DEFAULT, MEASURED, MATRIX_ONLY = ROLES = (
 )
 
 
+def _tie_count(n: int) -> str:
+    """``1 configuration ties with it within the noise`` / ``3 configurations tie ...``."""
+    return (
+        "1 configuration ties with it within the noise"
+        if n == 1
+        else f"{n} configurations tie with it within the noise"
+    )
+
+
 @dataclass(frozen=True)
 class Shown:
     """A candidate as the chart and the report's table show it: a label no other shares."""
@@ -192,8 +201,7 @@ class Answer:
         names = [m.configuration.label() + f" ({m.figure()})" for m in tied[:SHOWN_TIED]]
         more = len(tied) - SHOWN_TIED
         listed = "; ".join(names) + (f"; and {more} more" if more > 0 else "")
-        count = f"{len(tied)} configuration{'s' if len(tied) != 1 else ''}"
-        return f"{count} tie with it within the noise: {listed}; picked it because {self.pick_rule}"
+        return f"{_tie_count(len(tied))}: {listed}; picked it because {self.pick_rule}"
 
     def provenance(self) -> str:
         """Where the figures come from: the head-to-head final, or one matrix run each."""
@@ -260,10 +268,7 @@ class Answer:
             names = ", ".join(m.configuration.label() for m in tied[:SHOWN_TIED])
             more = len(tied) - SHOWN_TIED
             names += f" and {more} more" if more > 0 else ""
-            text += (
-                f"; {len(tied)} configuration{'s' if len(tied) != 1 else ''} tie with it within "
-                f"the noise: {names}; picked it because {self.pick_rule}"
-            )
+            text += f"; {_tie_count(len(tied))}: {names}; picked it because {self.pick_rule}"
         return text + "."
 
 

@@ -66,6 +66,7 @@ def candidates_chart(answer: Answer) -> alt.LayerChart:
         "case_id:N",
         "run_id:N",
     ]
+    roles = [r for r in ROLE_COLOURS if r in set(frame["role"])]  # the legend: what is drawn
     base = alt.Chart(frame).encode(y=y, tooltip=tooltip)
     bars = base.mark_bar().encode(
         x=alt.X(
@@ -76,7 +77,7 @@ def candidates_chart(answer: Answer) -> alt.LayerChart:
         color=alt.Color(
             "role:N",
             title=None,
-            scale=alt.Scale(domain=list(ROLE_COLOURS), range=list(ROLE_COLOURS.values())),
+            scale=alt.Scale(domain=roles, range=[ROLE_COLOURS[r] for r in roles]),
             legend=alt.Legend(orient="bottom", columns=3),
         ),
     )
