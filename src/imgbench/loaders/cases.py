@@ -443,7 +443,7 @@ def prepare_loader(
 
     from imgbench.loaders.au import ComputeStep
     from imgbench.loaders.checks import check_batch, expectation, known_labels
-    from imgbench.loaders.pipeline import SamplePipeline
+    from imgbench.loaders.pipeline import SamplePipeline, handoff
     from imgbench.loaders.run import LoaderRun
 
     params = dict(case.params)
@@ -499,6 +499,8 @@ def prepare_loader(
     )
     run.start()
     run.extra["pipeline_versions"] = pipeline_versions(config, spec)  # after start: what imported
+    # what the decoder hands the augmentation: the array, or its own image ("pil": ImageFolder's way)
+    run.extra["sample_handoff"] = handoff(config)
     side = 0 if config.augment == NO_AUGMENT else OUTPUT_SIDE
     return Workload(
         items=list(range(n_batches)),

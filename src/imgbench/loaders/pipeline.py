@@ -6,6 +6,11 @@ Each part comes from its own stage: payloads from the dataset's files or any img
 inside the pipeline, in whichever process or thread runs it, and the times travel with the batch,
 so every loader row can say where the time went.
 
+The decoder hands the augmentation what the augmentation takes: the HxWx3 uint8 array, or the
+decoding library's own image object where the reader declares one (``native``) and the
+augmentation's pipeline takes that kind (Pillow's image into torchvision's PIL transforms, as
+``ImageFolder`` does), with no array round trip in between (:func:`build_stages`).
+
 Everything here pickles small and builds its libraries lazily in the process that uses them:
 a spawned worker receives names and paths, not open files or decoders.
 """
@@ -13,10 +18,10 @@ a spawned worker receives names and paths, not open files or decoders.
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal, cast
 
 import numpy as np
 
@@ -25,10 +30,12 @@ from imgbench.loaders.base import Batch, clock
 if TYPE_CHECKING:
     from imgbench.formats.base import FormatMeta
     from imgbench.objectstore.server import S3Endpoint
+    from imgbench.readers.base import NativeReader
 
 STAGES = ("read", "decode", "augment")  # per sample; "collate" is per batch
 FILES = "files"  # the dataset's own image files, one read per sample (an image folder)
 NO_AUGMENT = "none"  # decode only; the arrays pass through as a list (no tensor)
+ARRAY = "hwc-uint8"  # what a decoder hands over unless both sides take a native image object
 # where a format's store lives (PipelineConfig.storage)
 LOCAL: Final = "local"
 S3: Final = "s3"
@@ -166,10 +173,9 @@ class SamplePipeline:
 
     def build(self) -> None:
         """Import and build the decoder and augmentation (once per process)."""
-        if self._decode is None:
-            self._decode = build_decoder(self.config.decoder)
-        if self._augment is None:
-            self._augment = build_augment(self.config.augment, self.config.recipe)
+        if self._decode is None or self._augment is None:
+            stages = build_stages(self.config)
+            self._decode, self._augment = stages.decode, stages.augment
 
     def __getitem__(self, index: int) -> tuple[Any, int, tuple[float, float, float]]:
         if self._decode is None or self._augment is None:
@@ -184,29 +190,65 @@ class SamplePipeline:
         return out, label, (t1 - t0, t2 - t1, t3 - t2)
 
 
-def build_decoder(key: str) -> Any:
+@dataclass(frozen=True)
+class Stages:
+    """A pipeline's decode and augment functions, and what passes between them (``handoff``:
+    ``ARRAY``, or the native image kind such as ``"pil"``)."""
+
+    decode: Callable[[Any], Any]
+    augment: Callable[[Any], Any]
+    handoff: str
+
+
+def build_stages(config: PipelineConfig) -> Stages:
+    """The decoder and the augmentation of ``config``, joined by what both sides declare (see
+    :func:`handoff`): a native image object goes straight into the augmentation; otherwise the
+    decoded array goes through ``make_input`` into the form the augmentation takes. An array
+    payload (a format that stores decoded pixels) goes through ``make_input`` either way."""
     from imgbench.readers.registry import build_reader, find_spec
 
-    library, variant = key.split("/", 1)
-    return build_reader(find_spec(library, variant)).decode
-
-
-def build_augment(key: str, recipe: str) -> Any:
-    """The augment stage's pipeline as a function of a decoded HxWx3 uint8 array."""
-    if key == NO_AUGMENT:
-        return np.ascontiguousarray
+    library, variant = config.decoder.split("/", 1)
+    reader = build_reader(find_spec(library, variant))
+    if config.augment == NO_AUGMENT:
+        return Stages(reader.decode, np.ascontiguousarray, ARRAY)
     from imgbench.augment.base import make_input
     from imgbench.augment.registry import get_library
 
-    library = get_library(key)
-    op = library.pipelines()[recipe]()
-    kind = library.pipeline_input
-    fn = op.fn
+    augment_library = get_library(config.augment)
+    fn = augment_library.pipelines()[config.recipe]().fn
+    kind = augment_library.pipeline_input
+    if handoff(config) != ARRAY:
+
+        def augment_native(image: Any) -> Any:
+            return fn(make_input(image, kind) if isinstance(image, np.ndarray) else image)
+
+        return Stages(cast("NativeReader", reader).decode_native, augment_native, kind)
 
     def augment(image: np.ndarray) -> Any:
         return fn(make_input(image, kind))
 
-    return augment
+    return Stages(reader.decode, augment, ARRAY)
+
+
+def handoff(config: PipelineConfig) -> str:
+    """What ``config``'s decoder hands its augmentation: the reader's ``native`` image kind
+    (``imgbench.readers.base.NativeReader``) where the augmentation's registry entry takes that
+    kind as its pipeline input (``pipeline_input``), else ``ARRAY``. Decided from the two
+    declarations, by no name: imports the reader's adapter module, builds nothing. A loader's
+    own augmentation graph (tf.data's, MXNet's: no augment registry entry) takes no native
+    object from this pipeline: ``ARRAY``, without importing its decoder."""
+    from imgbench.augment.registry import libraries
+
+    taker = next((a for a in libraries() if a.key == config.augment), None)
+    if taker is None:
+        return ARRAY
+    from imgbench.attrs import load_attr
+    from imgbench.readers.base import native_kind
+    from imgbench.readers.registry import find_spec
+
+    library, variant = config.decoder.split("/", 1)
+    native = native_kind(load_attr(find_spec(library, variant).adapter))
+    return taker.pipeline_input if native == taker.pipeline_input else ARRAY
 
 
 def collate(samples: list[tuple[Any, int, tuple[float, float, float]]]) -> Batch:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -28,6 +28,28 @@ class Reader(Protocol):
     def read(self, path: str) -> np.ndarray:
         """Read a file and decode it (the library's own path API where it has one)."""
         ...
+
+
+class NativeReader(Reader, Protocol):
+    """A reader that can also hand over its library's own image object, undecoded to NumPy.
+
+    ``native`` names that object as the augment stage's input kinds do (``"pil"``): a loader
+    pipeline whose augmentation takes that kind gets ``decode_native`` and skips the array round
+    trip (``imgbench.loaders.pipeline.build_stages``). Same pixels as ``decode``, same policy.
+    """
+
+    native: str
+
+    def decode_native(self, data: bytes) -> Any:
+        """Decode encoded bytes to the library's own RGB image object."""
+        ...
+
+
+def native_kind(reader: object) -> str | None:
+    """The input kind of the image object ``reader`` hands over natively, or None."""
+    kind = getattr(reader, "native", None)
+    declared = isinstance(kind, str) and callable(getattr(reader, "decode_native", None))
+    return kind if declared else None
 
 
 class BytesReader:

@@ -1,6 +1,8 @@
 """Pillow (and pillow-simd, the same code in its own venv).
 
-``open-convert``: ``Image.open`` + the policy conversion + ``np.asarray``. ``draft``: the JPEG
+``open-convert``: ``Image.open`` + the policy conversion + ``np.asarray``; inside a loader whose
+augmentation takes PIL images it hands over the PIL image itself (``decode_native``:
+``Image.open(...).convert("RGB")``, as torchvision's ``ImageFolder`` loads). ``draft``: the JPEG
 decoder's DCT scaling (``Image.draft``). ``resize-bilinear``: full decode, then Pillow's
 ``resize(BILINEAR)``, which widens its filter when downscaling (antialiased), the baseline.
 """
@@ -33,10 +35,32 @@ def pil_to_rgb8(image: Image.Image) -> np.ndarray:
     return np.asarray(image.convert("RGB"))
 
 
+# modes whose ``convert("RGB")`` gives the pixel policy's pixels (checked in the tests); 16-bit
+# gray clips, premultiplied alpha is unpremultiplied, La has no conversion: those go through it
+_CONVERT_IS_POLICY = frozenset(
+    {"RGB", "RGBA", "RGBX", "LA", "PA", "L", "P", "1", "CMYK", "YCbCr", "LAB", "HSV"}
+)
+
+
+def pil_to_rgb_image(image: Image.Image) -> Image.Image:
+    """The pixel policy on a Pillow image, kept a Pillow image: ``convert("RGB")`` (what
+    ``ImageFolder``'s loader calls) for the modes where that is the policy."""
+    if image.mode in _CONVERT_IS_POLICY:
+        return image.convert("RGB")
+    return Image.fromarray(pil_to_rgb8(image))
+
+
 class PillowReader(BytesReader):
+    native = "pil"  # decode_native hands over the PIL image (readers.base.NativeReader)
+
     def decode(self, data: bytes) -> np.ndarray:
         with Image.open(io.BytesIO(data)) as image:
             return pil_to_rgb8(image)
+
+    def decode_native(self, data: bytes) -> Image.Image:
+        """``Image.open(f).convert("RGB")``: the image a PIL augmentation pipeline takes."""
+        with Image.open(io.BytesIO(data)) as image:
+            return pil_to_rgb_image(image)
 
     def read(self, path: str) -> np.ndarray:
         with Image.open(path) as image:
