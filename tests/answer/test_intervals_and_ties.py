@@ -206,6 +206,15 @@ def test_the_finals_verdict_replaces_the_matrixs() -> None:
     assert matrix_roles <= {"matrix only (not in the final)", "common default"}
 
 
+def test_a_final_older_than_the_matrix_row_it_re_measured_is_left_out() -> None:
+    rows = run_rows(BASE)
+    a = loader(rows, "threads", 2)
+    stale = {**final_of(a, 300.0, 1), "created_utc": a["created_utc"] - timedelta(hours=1)}
+    (answer,) = answers(frame_of([*rows, stale]))
+    assert answer.final_rounds is None and answer.best is not None
+    assert all(m.source == MATRIX for m in answer.candidates)
+
+
 def test_no_two_candidates_share_a_label_and_each_is_one_bar() -> None:
     """The defect: a uint8 row and a float32 row of the same loader, decoder and workers were
         drawn as one stacked bar. With a uint8 twin of every loader row and an allocator session,

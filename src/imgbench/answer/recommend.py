@@ -372,7 +372,8 @@ def references(group: pd.DataFrame, loaders: pd.DataFrame, codec: str | None) ->
 
 
 def _final_rows(group: pd.DataFrame, matrix: dict[str, Row]) -> dict[str, Row]:
-    """The newest final's rows of the group, by the case_id of the matrix row each re-measured."""
+    """The newest final's rows of the group, by the case_id of the matrix row each re-measured
+    (the newest row of its case, measured before the final)."""
     finals = group[where(group, lambda r: r.get("stage") == FINAL_STAGE)]
     if finals.empty:
         return {}
@@ -383,9 +384,10 @@ def _final_rows(group: pd.DataFrame, matrix: dict[str, Row]) -> dict[str, Row]:
     for _, row in finals.iterrows():
         extra = json_object(row.get("extra_json"))
         case = str(row["case_id"])
-        matrix_case = extra.get("matrix_case_id") or case.removeprefix(FINAL_PREFIX)
-        if str(matrix_case) in matrix:
-            found[str(matrix_case)] = row
+        matrix_case = str(extra.get("matrix_case_id") or case.removeprefix(FINAL_PREFIX))
+        # a final older than its case's newest matrix row re-measured an earlier run: not this one
+        if matrix_case in matrix and row["created_utc"] >= matrix[matrix_case]["created_utc"]:
+            found[matrix_case] = row
     return found
 
 
