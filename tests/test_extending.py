@@ -207,7 +207,10 @@ def test_toy_libraries_of_every_stage_are_collected_verified_and_run(
     reader = extra[("read", "toyreader", "memory")]
     assert reader["verified_images"] == 8 and reader["excluded_images"] == []
     assert extra[("augment", "toyaug", None)]["agreement"] == "pass"
-    assert extra[("format", "toyformat", "read")]["records"] == 8  # max_images
+    # the session's sample: max_images (8), grown to all 10 images (no 8 have the folder's means)
+    read = rows[(rows["stage"] == "format") & (rows["mode"] == "read")].iloc[0]
+    assert extra[("format", "toyformat", "read")]["records"] == read["sample_images"] == 10
+    assert read["sample_mean_bytes"] == pytest.approx(read["dataset_mean_bytes"])
     assert set(rows.loc[rows["stage"] == "format", "mode"]) == {"write", "read"}
     loader = rows[rows["library"] == "toyloader"].iloc[0]
     assert loader["images_per_s_median"] > 0 and loader["workers"] == 0

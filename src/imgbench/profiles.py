@@ -42,7 +42,7 @@ class Profile:
     dataset: str  # recipe used when no --dataset is given
     rounds: int  # timed rounds per case
     warmup_rounds: int
-    max_images: int  # images per timed round (per codec), taken from the start of the manifest
+    max_images: int  # images per timed round (per codec), a seeded sample of the dataset
     thread_modes: tuple[int | None, ...]  # 1 = pinned single thread, None = library default
     # a timed round repeats its items until it lasts this long (pyperf's calibrated loops); a
     # round of microsecond reads otherwise times the clock and the scheduler, not the library

@@ -93,8 +93,8 @@ def _run(workload: Workload) -> list:
 def test_prepared_transform_outputs_contiguous_and_carries_agreement(ctx: CaseContext) -> None:
     case = _case("quick", "albumentations/numpy", transform="hflip")
     workload = prepare(ctx, case)
-    first = ctx.entries(limit=8)
-    assert workload.images_per_round == len(first) == 8
+    first = ctx.entries(limit=8)  # the sample of 8 (grown when 8 miss the folder's means)
+    assert workload.images_per_round == len(first) >= 8
     small = sum(min(e.width, e.height) < spec.RESIZE_SHORT for e in first)
     assert small > 0  # the fixture has small photos, so the count below means something
     assert workload.extra["inputs_upscaled"] == small
@@ -130,4 +130,4 @@ def test_a_time_budget_cuts_timed_inputs_but_never_a_counted_pass(tiny_dataset: 
     for measure in ("wall", "instructions"):
         ctx = CaseContext.of(dataset, starved, max_images=8, measure=measure)
         sizes[measure] = prepare(ctx, case).images_per_round
-    assert sizes == {"wall": 1, "instructions": 8}
+    assert sizes == {"wall": 1, "instructions": len(ctx.entries())}

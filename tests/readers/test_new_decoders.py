@@ -71,7 +71,7 @@ def test_batched_workload_times_full_batches_of_verified_images(folder: Path) ->
     ctx = CaseContext.of(dataset, get_profile("default"), max_images=16)
     case = dataclasses.replace(case, params={**case.params, "batch_size": 2})
     work = case.prepare(ctx, case)
-    names = sorted(f"{n}.jpg" for n in PHOTOS)  # the scan's order
+    names = [e.path for e in ctx.entries("jpeg")]  # the sample's order
     # 3 images in lists of 2: the last list is filled up from the start
     assert work.images_per_item == 2 and work.images_per_round == 4
     assert [len(batch) for batch in work.items] == [2, 2]

@@ -75,16 +75,18 @@ def _case(lib: AugmentLibrary, params: dict[str, Any], threads: int | None) -> C
 
 
 def decoded_images(ctx: CaseContext, limit: int) -> tuple[list[np.ndarray], int]:
-    """The first ``limit`` images as HxWx3 uint8 RGB, decoded once per session with Pillow.
+    """The sample of ``limit`` images as HxWx3 uint8 RGB, decoded once per session with Pillow.
 
     Returns the arrays and how many were upscaled (shorter side below 256 raised to 256).
     """
+
+    sample = ctx.sample(limit=limit)
 
     def decode() -> tuple[list[np.ndarray], int]:
         from PIL import Image
 
         arrays, upscaled = [], 0
-        for entry in ctx.entries(limit=limit):
+        for entry in sample.entries:
             with Image.open(ctx.path(entry)) as opened:
                 image = opened.convert("RGB")
                 short = min(image.size)
@@ -96,7 +98,7 @@ def decoded_images(ctx: CaseContext, limit: int) -> tuple[list[np.ndarray], int]
                 arrays.append(np.ascontiguousarray(np.asarray(image)))
         return arrays, upscaled
 
-    return ctx.persisted(f"augment-decoded-{ctx.dataset.fingerprint}-{limit}", decode)
+    return ctx.persisted(f"augment-decoded-{ctx.dataset.fingerprint}-{sample.identity}", decode)
 
 
 def _fixed_size(images: list[np.ndarray]) -> list[np.ndarray]:

@@ -35,6 +35,12 @@ class Dataset:
         return sum(e.width * e.height for e in entries) / 1e6 / len(entries) if entries else 0.0
 
     @property
+    def mean_bytes(self) -> float:
+        """Mean encoded bytes per image (a row's sample is compared with it)."""
+        entries = self.manifest.entries
+        return sum(e.bytes for e in entries) / len(entries) if entries else 0.0
+
+    @property
     def codec(self) -> str:
         """The dominant codec (at least 90% of the images), or ``mixed``."""
         counts = Counter(e.codec for e in self.manifest.entries)

@@ -1,6 +1,6 @@
 """Format cases: write each format, then read it back in every order, payload and cache state.
 
-* ``write``: one timed round builds the format from the first N images (source files warm);
+* ``write``: one timed round builds the format from the session's sample (source files warm);
   ``extra`` has bytes on disk, the ratio to the source bytes and the images/s written.
 * ``read``: order (sequential iteration / shuffled random access, fixed seed) x payload (the
   stored bytes alone / bytes + Pillow decode; formats of decoded arrays have one payload,

@@ -124,7 +124,7 @@ def case_access(ctx: CaseContext, case: Case) -> S3Access:
 
 
 def _store_name(ctx: CaseContext, name: str) -> str:
-    return f"{ctx.dataset.fingerprint}-{len(ctx.entries())}/{name}"
+    return f"{ctx.dataset.fingerprint}-{ctx.sample().identity}/{name}"
 
 
 def uploaded_store(ctx: CaseContext, spec: S3FormatSpec, endpoint: S3Endpoint) -> Upload:

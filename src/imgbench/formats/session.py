@@ -26,12 +26,13 @@ from imgbench.formats.roundtrip import DecodeCheck, RoundTrip, decode_check, rou
 from imgbench.measure.context import CaseContext
 
 
-def _key(ctx: CaseContext, name: str) -> tuple[str, str, str, int]:
-    return ("built-format", ctx.dataset.fingerprint, name, len(ctx.entries()))
+def _key(ctx: CaseContext, name: str) -> tuple[str, str, str, str]:
+    """A store is of the session's sample: keyed by its identity (every worker draws the same)."""
+    return ("built-format", ctx.dataset.fingerprint, name, ctx.sample().identity)
 
 
 def target_path(ctx: CaseContext, name: str) -> Path:
-    return ctx.scratch_dir() / f"{name}-{ctx.dataset.fingerprint}-{len(ctx.entries())}"
+    return ctx.scratch_dir() / f"{name}-{ctx.dataset.fingerprint}-{ctx.sample().identity}"
 
 
 def _existing_or_built(ctx: CaseContext, spec: FormatSpec) -> BuildReport:
@@ -48,7 +49,7 @@ def _existing_or_built(ctx: CaseContext, spec: FormatSpec) -> BuildReport:
 
 
 def built_format(ctx: CaseContext, spec: FormatSpec) -> BuildReport:
-    """The format of the first N images, built once per session (again if its folder went)."""
+    """The format of the session's sample, built once per session (again if its folder went)."""
     key = _key(ctx, spec.name)
     report: BuildReport = ctx.shared(key, lambda: _existing_or_built(ctx, spec))
     if not report.path.is_dir():
@@ -71,7 +72,7 @@ def check_store(ctx: CaseContext, spec: FormatSpec, report: BuildReport) -> Roun
 def _verdict_name(ctx: CaseContext, kind: str, report: BuildReport) -> str:
     """A verdict's name: the store's, plus its marker's inode and mtime (a rebuild changes them)."""
     marker = (report.path / META_DIR / MARKER).stat()
-    store = f"{report.meta.name}-{ctx.dataset.fingerprint}-{len(ctx.entries())}"
+    store = f"{report.meta.name}-{ctx.dataset.fingerprint}-{ctx.sample().identity}"
     return f"{kind}-{store}-{marker.st_ino}-{marker.st_mtime_ns}"
 
 
@@ -111,16 +112,17 @@ def adopt_built(ctx: CaseContext, report: BuildReport, verdict: RoundTrip | None
 
 
 def concatenated(ctx: CaseContext) -> tuple[Path, list[int]]:
-    """The first N images' bytes in one file (the raw-file ceiling), and each image's size."""
+    """The sample's bytes in one file (the raw-file ceiling), and each image's size."""
     from imgbench.formats.raw import build_concatenated
 
-    entries = ctx.entries()
+    sample = ctx.sample()
+    entries = list(sample.entries)
 
     def build() -> tuple[Path, list[int]]:
-        target = ctx.scratch_dir() / f"raw-{ctx.dataset.fingerprint}-{len(entries)}"
+        target = ctx.scratch_dir() / f"raw-{ctx.dataset.fingerprint}-{sample.identity}"
         return build_concatenated(Path(ctx.dataset.manifest.root), entries, target)
 
-    name = f"concatenated-{ctx.dataset.fingerprint}-{len(entries)}"
+    name = f"concatenated-{ctx.dataset.fingerprint}-{sample.identity}"
     path, sizes = ctx.persisted(name, build)  # one build for all the session's worker processes
     if not path.is_file():
         raise FileNotFoundError(f"{path}: the session's concatenated file went away")

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import atexit
 import functools
+import hashlib
 import itertools
 import os
 import pickle
 import shutil
-from collections.abc import Callable, Hashable, Mapping
+from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -28,6 +29,7 @@ DISCARDED = ".discarded"  # inside the scratch folder: what cases set aside, rem
 
 if TYPE_CHECKING:
     from imgbench.datasets import Dataset, ImageEntry
+    from imgbench.datasets.sample_pool import Sample
     from imgbench.profiles import Profile
 
 T = TypeVar("T")
@@ -41,6 +43,8 @@ class CaseContext:
     plans: Mapping[str, StagePlan] = field(default_factory=dict)  # stage name -> its plan
     # handles of the session services the current case needs (imgbench.measure.services)
     services: dict[str, Any] = field(default_factory=dict)
+    # the samples the current case drew (identity -> sample), for its row (run_case clears it)
+    drawn: dict[str, Sample] = field(default_factory=dict, repr=False)
     _shared: dict[Hashable, Any] = field(default_factory=dict, repr=False)
     _scratch: Path | None = field(default=None, repr=False)
 
@@ -64,11 +68,63 @@ class CaseContext:
         found = self.plans.get(kind.stage)
         return found if isinstance(found, kind) else kind()
 
+    def sample(self, codec: str | None = None, limit: int | None = None) -> Sample:
+        """The seeded sample of ``limit`` images (``max_images``; of one codec if given) that
+        represents the dataset (:mod:`imgbench.datasets.sample_pool`), the same in every
+        process of the session; the case's row records it."""
+        from imgbench.datasets.sample_pool import draw
+
+        n = self.max_images if limit is None else limit
+        settings = self.settings
+        found = self.shared(
+            ("sample", codec, n, settings.sample_seed, settings.sample_max_images),
+            lambda: draw(
+                self.dataset.manifest.entries,
+                n,
+                seed=settings.sample_seed,
+                cap=settings.sample_max_images,
+                codec=codec,
+            ),
+        )
+        self.drawn.setdefault(found.identity, found)
+        return found
+
     def entries(self, codec: str | None = None, limit: int | None = None) -> list[ImageEntry]:
-        """The first ``limit`` usable entries (of one codec if given), in manifest order."""
-        limit = self.max_images if limit is None else limit
-        chosen = [e for e in self.dataset.manifest.entries if codec is None or e.codec == codec]
-        return chosen[:limit]
+        """The images of :meth:`sample`, in its order (every prefix spreads over the sizes)."""
+        return list(self.sample(codec, limit).entries)
+
+    def sample_columns(self) -> dict[str, Any]:
+        """The row columns of what the current case drew: its sample (the union, when it drew
+        several) and the means of the images it was drawn from."""
+        drawn = list(self.drawn.values())
+        if not drawn:
+            return {}
+        images = list({e.path: e for s in drawn for e in s.entries}.values())
+        codecs = {s.codec for s in drawn}
+        population = [
+            e
+            for e in self.dataset.manifest.entries
+            if None in codecs or e.codec in codecs  # of the case's codecs, when it asked one
+        ]
+        only = drawn[0] if len(drawn) == 1 else None
+        return {
+            "sample_id": only.identity if only else _joined(s.identity for s in drawn),
+            "sample_images": len(images),
+            "sample_mean_megapixels": _mean([e.megapixels for e in images]),
+            "sample_mean_bytes": _mean([float(e.bytes) for e in images]),
+            "sample_population_mean_megapixels": (
+                only.population_mean_megapixels
+                if only
+                else _mean([e.megapixels for e in population])
+            ),
+            "sample_population_mean_bytes": (
+                only.population_mean_bytes if only else _mean([float(e.bytes) for e in population])
+            ),
+        }
+
+    def sample_notes(self) -> list[str]:
+        """Why a sample the current case drew does not represent its images (the cap missed)."""
+        return [note for s in self.drawn.values() if (note := s.note()) is not None]
 
     def service(self, name: str) -> Any:
         """The handle of a session service the case declared (``Case.services``)."""
@@ -111,11 +167,11 @@ class CaseContext:
         self._shared.pop(key, None)
 
     def encoded(self, codec: str, limit: int | None = None) -> list[tuple[ImageEntry, bytes]]:
-        """Encoded file bytes of the first images of ``codec``, read once and shared by cases."""
-        limit = self.max_images if limit is None else limit
+        """Encoded file bytes of the sample of ``codec``, read once and shared by cases."""
+        sample = self.sample(codec, limit)
         return self.shared(
-            ("encoded", codec, limit),
-            lambda: [(e, self.path(e).read_bytes()) for e in self.entries(codec, limit)],
+            ("encoded", sample.identity),
+            lambda: [(e, self.path(e).read_bytes()) for e in sample.entries],
         )
 
     def scratch_dir(self) -> Path:
@@ -159,3 +215,12 @@ class CaseContext:
         for entry in self.dataset.manifest.entries:
             counts[entry.codec] = counts.get(entry.codec, 0) + 1
         return sorted(counts, key=lambda c: (-counts[c], c))
+
+
+def _mean(values: list[float]) -> float:
+    return sum(values) / len(values) if values else 0.0
+
+
+def _joined(identities: Iterable[str]) -> str:
+    """One name for several samples a case drew: 12 hex digits over theirs."""
+    return hashlib.sha256("+".join(identities).encode()).hexdigest()[:12]

@@ -335,6 +335,7 @@ def run_case(
     """
     with thread_limits(case.threads):
         seed_everything()  # random augmentations draw the same parameters in every session
+        ctx.drawn.clear()  # the samples of the dataset this case draws, for its row
         workload = case.prepare(ctx, case)
         if not workload.items:
             raise ValueError(f"{case.case_id}: the workload has no items")
@@ -356,6 +357,9 @@ def run_case(
                 workload.close()
     # what ``close`` found (a write case reads its output back after the rounds) goes in too
     measurement.extra = _extra(workload)
+    measurement.columns.update(ctx.sample_columns())
+    if notes := ctx.sample_notes():
+        measurement.extra["sample"] = "; ".join(notes)
     return measurement
 
 

@@ -130,6 +130,7 @@ def case_row(
             dataset_fingerprint=dataset.fingerprint,
             dataset_images=dataset.n_images,
             dataset_mean_megapixels=dataset.mean_megapixels,
+            dataset_mean_bytes=dataset.mean_bytes,
             dataset_codec=dataset.codec,
         )
     if outcome is not None:

@@ -43,7 +43,11 @@ class Settings:
     # final (imgbench.final) decides, so its rows can be shorter than the other stages'
     loader_rounds: int = 0
     warmup_rounds: int = 1  # untimed passes before calibration
-    max_images: int = 32  # images per round (per codec), from the start of the manifest
+    max_images: int = 32  # images per round (per codec): a sample of the dataset
+    # the sample's seed, and the most images it grows to when max_images miss the dataset's
+    # mean megapixels or bytes per image by more than 5% (imgbench.datasets.sample_pool)
+    sample_seed: int = 0
+    sample_max_images: int = 128
     # a round repeats its items until it lasts this long (pyperf's calibrated loops)
     min_round_s: float = 0.02
     min_case_s: float = 0.0  # timed rounds add up to at least this; 0: rounds only

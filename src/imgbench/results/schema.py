@@ -68,7 +68,8 @@ _FIELDS: list[tuple[str, pa.DataType, str]] = [
     ("dataset_name", pa.string(), "recipe name or folder name"),
     ("dataset_fingerprint", pa.string(), "hash of the manifest: paths, sizes, content hashes"),
     ("dataset_images", pa.int64(), "usable images in the dataset"),
-    ("dataset_mean_megapixels", pa.float64(), ""),
+    ("dataset_mean_megapixels", pa.float64(), "mean megapixels per image over the whole dataset"),
+    ("dataset_mean_bytes", pa.float64(), "mean encoded bytes per image over the whole dataset"),
     ("dataset_codec", pa.string(), "dominant codec of the dataset, or mixed"),
     # parameters (typed); everything else goes to params_json
     ("codec", pa.string(), "codec of the images this case used"),
@@ -190,6 +191,27 @@ _FIELDS: list[tuple[str, pa.DataType, str]] = [
     ),
     ("host_budget_s", pa.float64(), "seconds a case may spend waiting for quiet and re-timing"),
     ("max_images", pa.int32(), "the session's images per round (per codec) before calibration"),
+    # the images the case timed: a seeded sample of the dataset (imgbench.datasets.sample_pool)
+    ("sample_seed", pa.int64(), "the seed of the session's samples of the dataset"),
+    (
+        "sample_max_images",
+        pa.int32(),
+        "the most images a sample grows to when max_images miss the dataset's means by over 5%",
+    ),
+    ("sample_id", pa.string(), "12 hex digits over the sampled paths; null: the case drew none"),
+    ("sample_images", pa.int32(), "images in the case's sample"),
+    ("sample_mean_megapixels", pa.float64(), "mean megapixels per image of the case's sample"),
+    ("sample_mean_bytes", pa.float64(), "mean encoded bytes per image of the case's sample"),
+    (
+        "sample_population_mean_megapixels",
+        pa.float64(),
+        "mean megapixels per image of what the sample was drawn from (the dataset, or its codec)",
+    ),
+    (
+        "sample_population_mean_bytes",
+        pa.float64(),
+        "mean encoded bytes per image of what the sample was drawn from",
+    ),
     # work per round
     ("images_per_round", pa.int64(), "images each timed call processed"),
     ("bytes_per_round", pa.int64(), "input bytes each timed call processed"),
