@@ -60,7 +60,8 @@ class ThreadPoolLoader:
     def __iter__(self) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
         prepare()  # build the recipe once, not racing in every thread
         window = WORKERS * PREFETCH_FACTOR
-        with ThreadPool(WORKERS) as pool:
+        pool = ThreadPool(WORKERS)
+        try:
             inflight: deque = deque()
             for indices in batch_indices(len(self.dataset), self.batch_size, self.epochs):
                 inflight.append(pool.apply_async(self._load, (indices,)))
@@ -68,6 +69,11 @@ class ThreadPoolLoader:
                     yield inflight.popleft().get()
             while inflight:
                 yield inflight.popleft().get()
+        finally:
+            # wait for the batches in flight: a thread still inside OpenCV's C++ code when the
+            # interpreter exits aborts it ("terminate called without an active exception")
+            pool.terminate()
+            pool.join()
 
 
 def make_loader(root: str | Path, batch_size: int = BATCH_SIZE, epochs: int = 1) -> ThreadPoolLoader:

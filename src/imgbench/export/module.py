@@ -30,6 +30,7 @@ SUFFIXES = {
 
 _STDLIB = (
     "import argparse",
+    "import ctypes",
     "import os",
     "import statistics",
     "import sys",
@@ -121,16 +122,21 @@ def images_per_s(loader, rounds: int, batches_per_round: int, warmup: int) -> li
     """images/s of each timed round of ``batches_per_round`` batches, after ``warmup`` batches
     (the workers' prefetched batches drained): the steady state, as imgbench times it."""
     iterator = iter(loader)
-    for _ in range(warmup):
-        next(iterator)
     rates = []
-    for _ in range(rounds):
-        start, images = time.perf_counter(), 0
-        for _ in range(batches_per_round):
-            batch, labels = next(iterator)
-            batch.contiguous()
-            images += len(labels)
-        rates.append(images / (time.perf_counter() - start))
+    try:
+        for _ in range(warmup):
+            next(iterator)
+        for _ in range(rounds):
+            start, images = time.perf_counter(), 0
+            for _ in range(batches_per_round):
+                batch, labels = next(iterator)
+                batch.contiguous()
+                images += len(labels)
+            rates.append(images / (time.perf_counter() - start))
+    finally:
+        close = getattr(iterator, "close", None)  # a generator: stop its threads now
+        if close is not None:
+            close()
     return rates
 
 
@@ -143,6 +149,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--warmup", type=int, default=WARMUP_BATCHES)
     args = parser.parse_args(argv)
     use_allocator()
+    settle_glibc()
     pin_threads()
     images = len(list_images(args.root)[0])
     needed = (args.warmup + args.rounds * args.batches_per_round + 1) * args.batch_size
@@ -156,6 +163,20 @@ def main(argv: list[str] | None = None) -> None:
 if __name__ == "__main__":
     main()
 '''
+
+
+def _settle() -> str:
+    """imgbench's glibc settling (``imgbench.measure.allocator``), copied: its rows are timed in
+    processes whose malloc thresholds are where a long-running process ends up, which changes
+    how often a decode's buffers are mapped and faulted in again."""
+    from imgbench.export.copied import definition
+
+    module = "imgbench.measure.allocator"
+    names = ("GLIBC_TUNED", "_PRELOADS", "GLIBC_MMAP_THRESHOLD_MAX", "_SETTLE_BYTES")
+    names += ("current", "settle_glibc")
+    return "# -- the process state imgbench times in\n" + "\n\n\n".join(
+        definition(module, name) for name in names
+    )
 
 
 def _imports(lines: list[str]) -> str:
@@ -334,7 +355,7 @@ def render(choice: Choice) -> str:
     body.append(_PINS)
     if library == "torch-dataloader":
         body.append(_dataloader_kwargs(params))
-    body += ["# -- the loader: " + library, loader.code, _MAIN]
+    body += ["# -- the loader: " + library, loader.code, _settle(), _MAIN]
     sections.append(_imports(imports))
     sections += [part.strip("\n") for part in body]
     return "\n\n\n".join(sections) + "\n"
