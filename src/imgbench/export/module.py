@@ -172,7 +172,12 @@ def _settle() -> str:
     from imgbench.export.copied import definition
 
     module = "imgbench.measure.allocator"
-    names = ("GLIBC_TUNED", "_PRELOADS", "GLIBC_MMAP_THRESHOLD_MAX", "_SETTLE_BYTES")
+    names: tuple[str, ...] = (
+        "GLIBC_TUNED",
+        "_PRELOADS",
+        "GLIBC_MMAP_THRESHOLD_MAX",
+        "_SETTLE_BYTES",
+    )
     names += ("current", "settle_glibc")
     return "# -- the process state imgbench times in\n" + "\n\n\n".join(
         definition(module, name) for name in names
