@@ -285,3 +285,22 @@ def test_next_step_states_its_threshold_on_a_near_miss() -> None:
     assert answer.next_step.startswith("nothing at least 10% faster for the decode step")
     assert "simplejpeg/decode was 7% faster than opencv/imdecode-rgb" in answer.next_step
     assert "below the threshold" in answer.next_step
+
+
+def test_final_rows_are_not_counted_twice_elsewhere() -> None:
+    """The decoder rankings read loader rows only; `imgbench compare` compares a final row as a
+    case of its own (``final::<case_id>``, stage ``final``), beside its matrix row."""
+    from imgbench.answer.decoders import decoder_rankings
+    from imgbench.compare.config import RegressionConfig
+    from imgbench.compare.stats import compare_frames
+
+    rows = run_rows(BASE, stages=("read", "loader", "supply"))
+    a = loader(rows, "threads", 2)
+    plain = decoder_rankings(frame_of(rows))
+    with_final = decoder_rankings(frame_of([*rows, final_of(a, 5000.0, 1)]))
+    assert len(plain) == len(with_final) == 1
+    assert plain[0].in_loader.equals(with_final[0].in_loader)
+    before = frame_of([*rows, final_of(a, 1000.0, 1)])
+    after = frame_of([*rows, final_of(a, 600.0, 2)])
+    result = compare_frames(before, after, RegressionConfig())
+    assert result.regressed_cases == ["final::" + a["case_id"]]
