@@ -16,10 +16,11 @@ import pytest
 from imgbench.datasets import Dataset, ImageEntry, load_dataset
 from imgbench.datasets.sample_pool import TOLERANCE, draw
 from imgbench.datasets.synth import generate
+from imgbench.formats.session import target_path
 from imgbench.measure.context import CaseContext
 from imgbench.measure.manager import Manager
 from imgbench.measure.rounds import Measurement
-from imgbench.measure.rows import RunHeader, case_listing, case_row
+from imgbench.measure.rows import RunHeader, case_listing, case_row, summary_lines
 from imgbench.measure.settings import resolve
 from imgbench.profiles import ProfileChoice, get_profile
 from imgbench.results.store import rows_table
@@ -111,6 +112,11 @@ def test_the_same_sample_in_every_context_and_process(by_class: Path) -> None:
     )
     identity, paths = json.loads(out.stdout)
     assert identity == first.identity and paths == [e.path for e in first.entries]
+    # what is built from the sample is named by it (a worker finds the store another built)
+    try:
+        assert target_path(second, "tar").name.endswith(f"-{first.identity}")
+    finally:
+        second.close()
     # another seed is another sample, recorded as such
     other = CaseContext.of(dataset, QUICK, max_images=8, sample_seed=7).sample()
     assert other.seed == 7 and other.identity != first.identity
@@ -142,7 +148,11 @@ def test_the_sample_grows_only_when_needed_and_says_when_the_cap_misses() -> Non
     assert grown.within_tolerance and len(grown.entries) > 4 and grown.asked == 4
     capped = draw(entries, 4, cap=8)
     assert len(capped.entries) == 8 and not capped.within_tolerance
-    assert "(the cap)" in (capped.note() or "") and "sample_max_images" in (capped.note() or "")
+    note = capped.note() or ""
+    assert "(the cap)" in note and "sample_max_images" in note
+    # the session's closing summary says it once, however many rows drew that sample
+    rows = [{"status": "ok", "reason": None, "extra_json": json.dumps({"sample": note})}] * 2
+    assert summary_lines(rows, None, "results")[0] == f"sample: {note}"
     plain = [entry(i, 100) for i in range(40)]
     assert len(draw(plain, 4, cap=40).entries) == 4  # every image alike: 4 suffice
 

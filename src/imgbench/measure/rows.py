@@ -141,6 +141,17 @@ def case_row(
     return row
 
 
+def _sample_notes(rows: list[dict[str, Any]]) -> set[str]:
+    """The notes of samples that miss their dataset's means even at the cap (once each)."""
+    notes = set()
+    for row in rows:
+        if row.get("extra_json"):
+            note = json.loads(row["extra_json"]).get("sample")
+            if note:
+                notes.add(str(note))
+    return notes
+
+
 def summary_lines(rows: list[dict[str, Any]], dataset: Dataset | None, where: str) -> list[str]:
     """What a session says at its end about its rows: the dataset, the counts, the reasons."""
     counts: dict[str, int] = {}
@@ -156,6 +167,7 @@ def summary_lines(rows: list[dict[str, Any]], dataset: Dataset | None, where: st
         lines += [f"  excluded {entry.path}: {entry.reason}" for entry in bad[:10]]
         if len(bad) > 10:
             lines.append(f"  ... and {len(bad) - 10} more (imgbench dataset scan)")
+    lines += [f"sample: {note}" for note in sorted(_sample_notes(rows))]
     reasons: dict[str, int] = {}
     for row in rows:
         if row["status"] == "skipped":
