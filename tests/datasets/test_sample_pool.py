@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from imgbench.datasets import Dataset, ImageEntry, load_dataset
-from imgbench.datasets.sample_pool import TOLERANCE, draw
+from imgbench.datasets.sample_pool import TOLERANCE, draw, order_populations
 from imgbench.datasets.synth import generate
 from imgbench.formats.session import target_path
 from imgbench.measure.context import CaseContext
@@ -135,6 +135,9 @@ def test_a_codec_filtered_sample_is_drawn_from_that_codecs_images(tiny_dataset: 
         e.path for e in dataset.manifest.entries if e.codec == "png"
     )
     assert ctx.entries("webp") == []
+    # ordered once (the worker server, before it forks): the same samples come out
+    order_populations(dataset.manifest.entries)
+    assert draw(dataset.manifest.entries, 4, codec="jpeg", cap=128).identity == sample.identity
 
 
 def test_the_sample_grows_only_when_needed_and_says_when_the_cap_misses() -> None:

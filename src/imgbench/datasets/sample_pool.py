@@ -165,6 +165,13 @@ def _population(
     return population, strata
 
 
+def order_populations(entries: Sequence[ImageEntry]) -> None:
+    """Order ``entries`` (all, and each codec's) for sampling now: the worker server does it once
+    before it forks, so no case's fork orders a large manifest again."""
+    for codec in [None, *sorted({e.codec for e in entries})]:
+        _population(entries, codec)
+
+
 def _seed(seed: int, codec: str | None, size: int, attempt: int) -> int:
     """One draw's random state, from text: the same in every process and Python build."""
     text = f"imgbench-sample-{VERSION}:{seed}:{codec}:{size}:{attempt}"

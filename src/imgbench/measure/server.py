@@ -290,6 +290,10 @@ def serve(dataset: str | None = None, preload: tuple[str, ...] = ()) -> None:
 
         with contextlib.suppress(Exception):  # the case that needs it reports the error
             _DATASETS[dataset] = load_dataset(dataset)
+            from imgbench.datasets.sample_pool import order_populations
+
+            # the cases' samples are drawn from this order (a second per million images)
+            order_populations(_DATASETS[dataset].manifest.entries)
     inbox, replies = JobInbox(sys.stdin.buffer), sys.stdout.buffer
     settle_glibc()  # the children's allocator state, whatever the imports above left
     while inbox.next():
