@@ -1,5 +1,6 @@
 """Your pipeline (``imgbench profile``): the worker sweep of a user's own Dataset or DataLoader,
-and where its time goes (py-spy samples attributed to read, decode, augment, collate/IPC).
+and where its time goes (py-spy samples attributed to read, decode, augment, collate/IPC, or
+unattributed where the stacks cannot tell the step).
 The Run filter does not apply: every profile run is listed, each with its run id."""
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ CATEGORIES = {
     "decode": "decode",
     "augment": "augment",
     "collate": "collate/IPC",
+    "unattributed": "unattributed",
     "other": "other",
 }
 HINT = "`imgbench profile MODULE:FACTORY --kw key=value` measures your own Dataset or DataLoader"

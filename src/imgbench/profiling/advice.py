@@ -1,6 +1,8 @@
 """Advice tied to what the sweep measured, each line naming the figure it rests on.
 
 - AU: the fewest workers that keep the emulated accelerator busy 90% of the time.
+- Augmentation dominates: said so, and that a faster decoder would not help.
+- Unattributed time (20% or more): said as such, never counted as a part.
 - Decode dominates: the verified readers of ``imgbench.readers`` run on a sample of the user's own
   files (each output checked against the reference decode first), and the fastest one's measured
   speed-up over the library the pipeline decodes with.
@@ -33,6 +35,7 @@ GROWTH_BYTES_PER_MIN = 10 * 2**20  # a worker's USS growing faster than this aft
 LIST_INDEX_ENTRIES = 10_000  # a Python list this long, read by forked workers, is copied
 JPEG_SUFFIXES = (".jpg", ".jpeg", ".JPG", ".JPEG")
 SAMPLE_FILES = 16
+UNATTRIBUTED_SHARE = 0.2  # this much time of untold role is said, whatever the largest part
 ALLOCATOR_DECODE_SHARE = 0.2  # decode this large a part: an allocator that pays for it matters
 # the reader that does what each decoding library does in a pipeline
 BASELINE_READER = {
@@ -74,11 +77,20 @@ def advise(
                 "image in collate; uint8 batches cut that to 0.13 ms and took 2 workers from "
                 "1.3-1.6x to 1.5-2.0x the 0-worker rate (docs/loaders.md)."
             )
+        elif top == "augment":
+            lines.append(
+                f"augment takes the largest share of the sampled time ({shares['augment']:.0%} "
+                f"at {best.workers} workers, decode {shares.get('decode', 0):.0%}): the "
+                "transforms set the pace, so a faster decoder would not help; `imgbench run` "
+                "times the same transforms in each augmentation library (docs/augment.md)."
+            )
         elif top is not None:
             lines.append(
                 f"{CATEGORY_TITLES[top]} takes the largest share of the sampled time "
                 f"({shares[top]:.0%} at {best.workers} workers)."
             )
+        if shares.get("unattributed", 0) >= UNATTRIBUTED_SHARE:
+            lines.append(unattributed_line(shares, best.workers, top == "unattributed"))
         if shares.get("decode", 0) >= ALLOCATOR_DECODE_SHARE and results_dir is not None:
             setting = allocator_line(best.extra.get("decode_libraries", {}), results_dir)
             if setting:
@@ -87,6 +99,18 @@ def advise(
     if growth:
         lines.append(growth)
     return [line for line in lines if line]
+
+
+def unattributed_line(shares: dict[str, float], workers: int, largest: bool) -> str:
+    """Time whose role the stacks cannot tell, said as such: no advice rests on it."""
+    head = "the largest share" if largest else "a large share"
+    return (
+        f"{head} of the sampled time ({shares['unattributed']:.0%} at {workers} workers) is "
+        "unattributed: it ran inside your `__getitem__` where no frame or call on your line tells "
+        "whether it reads, decodes or transforms (your own Python, or a C call imgbench's role "
+        "table does not know, or two calls of different roles on one line); the flame graph shows "
+        "those lines, and one library call per line lets them be attributed."
+    )
 
 
 def floats(config: Any) -> bool:

@@ -1,14 +1,17 @@
 """Which part of the pipeline a sampled stack belongs to: read, decode, augment, collate/IPC,
-or other, by the libraries its frames come from and where it sits in a DataLoader.
+unattributed or other, by what its functions do and where it sits in a DataLoader.
 
 The DataLoader's fetcher (``torch.utils.data._utils.fetch``) is the boundary: what its list
 comprehension calls is the dataset's ``__getitem__``, what ``fetch`` itself calls is the collate
-function. Inside ``__getitem__`` an augmentation library anywhere in the stack makes the sample
-``augment`` (they call PIL and OpenCV for their operations), else a decoding library makes it
-``decode``, else a file or object-store library ``read``. C functions called straight from the
-user's code leave no Python frame (``cv2.imdecode``, ``f.read()``), so the user's innermost line
-decides then, by the call it makes. Outside ``__getitem__``, pickling, queues, shared memory and
-pinning are ``collate`` (collate/IPC: moving batches between processes).
+function. Inside ``__getitem__`` the role of the function decides (``imgbench.profiling.roles``,
+one table): the outermost frame with a role, from the user's code inward, names what the user
+asked for (``Image.rotate`` transforms even where Pillow's C code runs below it), except
+Pillow's deferred decode (``ImageFile.load``), which is decoding wherever it runs. C functions
+called straight from the user's code leave no Python frame (``cv2.imdecode``, ``f.read()``), so
+the user's innermost line decides then, by the calls it makes. Where nothing tells the role (a
+line naming no known call, or calls of two roles), the sample is ``unattributed``: never a
+guess. Outside ``__getitem__``, pickling, queues, shared memory and pinning are ``collate``
+(collate/IPC: moving batches between processes); the rest is ``other``.
 """
 
 from __future__ import annotations
@@ -21,71 +24,20 @@ from collections.abc import Iterable, Mapping
 from functools import cache
 from typing import Any
 
+from imgbench.profiling.roles import CONVERT, DECODE, OPENED, line_calls, rule_for
 from imgbench.profiling.stacks import Frame, Stack
 
-CATEGORIES = ("read", "decode", "augment", "collate", "other")
+CATEGORIES = ("read", "decode", "augment", "collate", "unattributed", "other")
 CATEGORY_TITLES = {
     "read": "read",
     "decode": "decode",
     "augment": "augment",
     "collate": "collate/IPC",
+    "unattributed": "unattributed",
     "other": "other",
 }
+LOOKED_BACK = 3  # lines above a convert() call searched for the open/load it follows
 
-# module prefixes (dotted, as imported) per category
-AUGMENT_MODULES = (
-    "albumentations",
-    "albucore",
-    "torchvision.transforms",
-    "kornia.augmentation",
-    "kornia.geometry",
-    "kornia.enhance",
-    "kornia.color",
-    "kornia.filters",
-    "imgaug",
-    "augly",
-    "timm.data",
-    "monai.transforms",
-)
-DECODE_MODULES = (
-    "PIL",
-    "cv2",
-    "simplejpeg",
-    "turbojpeg",
-    "jpeg4py",
-    "imageio",
-    "skimage.io",
-    "pyvips",
-    "torchvision.io",
-    "imagecodecs",
-    "kornia_rs",
-    "tifffile",
-    "pillow_heif",
-    "pillow_avif",
-)
-READ_MODULES = (
-    "io",
-    "_pyio",
-    "pathlib",
-    "genericpath",
-    "posixpath",
-    "shutil",
-    "fsspec",
-    "s3fs",
-    "gcsfs",
-    "boto3",
-    "botocore",
-    "s3transfer",
-    "urllib3",
-    "requests",
-    "obstore",
-    "lmdb",
-    "h5py",
-    "tarfile",
-    "zipfile",
-    "webdataset",
-    "torchvision.datasets.folder.make_dataset",
-)
 COLLATE_MODULES = (
     "torch.utils.data._utils.collate",
     "torch.utils.data._utils.pin_memory",
@@ -126,41 +78,6 @@ IPC_WORK = frozenset(
 )
 TRANSPARENT_MODULES = ("imgbench.profiling",)  # our guard around the user's dataset
 
-# the call on the user's own line, when a C function leaves no frame of its own
-LINE_RULES = (
-    (
-        "decode",
-        re.compile(
-            r"imdecode|imread|decode_jpeg|decode_image|read_image|simplejpeg|turbojpeg|TurboJPEG|"
-            r"jpeg4py|pyvips|Image\.open|\.convert\(|\.draft\(|cvtColor|iio\.|imageio"
-        ),
-    ),
-    (
-        "augment",
-        re.compile(
-            r"resize|crop|flip|rotate|warp|affine|blur|jitter|normali[sz]e|Normalize|transform|"
-            r"augment|permute|transpose",
-            re.IGNORECASE,
-        ),
-    ),
-    ("read", re.compile(r"\bopen\(|\.read\(|read_bytes|read_file|fromfile|get_object|\.get\(b")),
-)
-
-
-LINE_LIBRARIES = (
-    ("cv2.", "cv2"),
-    ("simplejpeg", "simplejpeg"),
-    ("TurboJPEG", "turbojpeg"),
-    ("turbojpeg", "turbojpeg"),
-    ("jpeg4py", "jpeg4py"),
-    ("decode_jpeg", "torchvision.io"),
-    ("decode_image", "torchvision.io"),
-    ("imageio", "imageio"),
-    ("iio.", "imageio"),
-    ("Image.", "PIL"),
-    (".convert(", "PIL"),
-)
-
 
 @cache
 def _roots() -> tuple[str, ...]:
@@ -196,46 +113,6 @@ def _within(module: str, prefixes: Iterable[str]) -> bool:
     return any(module == p or module.startswith(p + ".") for p in prefixes)
 
 
-def library_category(module: str) -> str | None:
-    if not module:
-        return None
-    if _within(module, AUGMENT_MODULES):
-        return "augment"
-    if _within(module, DECODE_MODULES):
-        return "decode"
-    if _within(module, READ_MODULES):
-        return "read"
-    return None
-
-
-def line_category(frame: Frame) -> str | None:
-    """The category of the call on a user's source line (read from the file, as tracebacks do)."""
-    text = linecache.getline(frame.file, frame.line) if frame.file and frame.line else ""
-    for category, pattern in LINE_RULES:
-        if pattern.search(text):
-            return category
-    return None
-
-
-def decode_library(frames: tuple[Frame, ...]) -> str | None:
-    """The decoding library a decode sample ran in (top-level module), from its frames or, for a
-    C call from the user's line, from that line."""
-    for frame in frames:
-        module = module_of(frame.file)
-        if _within(module, DECODE_MODULES):
-            return (
-                module.split(".")[0] if not module.startswith("torchvision") else "torchvision.io"
-            )
-    for frame in reversed(frames):
-        if not module_of(frame.file) and frame.line:
-            text = linecache.getline(frame.file, frame.line)
-            for token, library in LINE_LIBRARIES:
-                if token in text:
-                    return library
-            return None
-    return None
-
-
 def waiting(frames: tuple[Frame, ...]) -> bool:
     """A thread blocked waiting (for a batch, an index, a connection), not working."""
     if not frames or frames[-1].name not in WAIT_LEAVES:
@@ -245,8 +122,13 @@ def waiting(frames: tuple[Frame, ...]) -> bool:
 
 def categorise(frames: tuple[Frame, ...]) -> str:
     """The category of one stack (outermost frame first); "wait" for a blocked thread."""
+    return classify(frames)[0]
+
+
+def classify(frames: tuple[Frame, ...]) -> tuple[str, str | None]:
+    """The category of one stack and, for a decode, the decoding library (None if not told)."""
     if waiting(frames):
-        return "wait"
+        return "wait", None
     modules = [module_of(f.file) for f in frames]
     fetch = [i for i, m in enumerate(modules) if m == FETCH_MODULE]
     if fetch:
@@ -257,29 +139,74 @@ def categorise(frames: tuple[Frame, ...]) -> str:
             # fetch calls the collate function itself (and, for iterable datasets, next())
             named_collate = "collate" in callee.name.lower()
             if named_collate or _within(modules[last + 1], COLLATE_MODULES):
-                return "collate"
+                return "collate", None
         if callee is None:
-            return "other"
+            return "other", None
         return _getitem_category(frames[last + 1 :], modules[last + 1 :])
     if any(_within(m, COLLATE_MODULES) for m in modules):
-        return "collate"
-    return "other"
+        return "collate", None
+    return "other", None
 
 
-def _getitem_category(frames: tuple[Frame, ...], modules: list[str]) -> str:
+def _getitem_category(frames: tuple[Frame, ...], modules: list[str]) -> tuple[str, str | None]:
     kept = [
         (f, m) for f, m in zip(frames, modules, strict=True) if not _within(m, TRANSPARENT_MODULES)
     ]
-    found = {library_category(m) for _, m in kept}
-    for category in ("augment", "decode", "read"):
-        if category in found:
-            return category
+    if not kept:
+        return "other", None
+    rules = [rule_for(m, f.name) for f, m in kept]
+    for (_, module), rule in zip(kept, rules, strict=True):
+        if rule is not None and rule.anywhere:
+            return rule.role or DECODE, rule.library or _library(module)
+    for i, ((_, module), rule) in enumerate(zip(kept, rules, strict=True)):
+        if rule is None or rule.role is None:
+            continue
+        if rule.role == CONVERT:
+            caller = kept[i - 1][0] if i else None
+            if caller is not None and opened_before(caller):
+                return DECODE, rule.library
+            return "augment", None
+        if rule.role == DECODE:
+            return DECODE, rule.library or _library(module)
+        return rule.role, None
     user = [f for f, m in kept if not m]
     if user:
-        by_line = line_category(user[-1])
-        if by_line is not None:
-            return by_line
-    return "other"
+        return line_category(user[-1])
+    return "unattributed", None
+
+
+def _library(module: str) -> str:
+    """The decoding library a module belongs to, as the advice names it."""
+    return "torchvision.io" if module.startswith("torchvision.io") else module.split(".")[0]
+
+
+def _source(frame: Frame, line: int | None = None) -> str:
+    line = frame.line if line is None else line
+    return linecache.getline(frame.file, line) if frame.file and line > 0 else ""
+
+
+def line_category(frame: Frame) -> tuple[str, str | None]:
+    """The category of the calls on a user's source line (read from the file, as tracebacks
+    do): "unattributed" when it names no known call, or calls of two roles."""
+    calls = line_calls(_source(frame))
+    roles = {role for role, _ in calls}
+    if len(roles) != 1:
+        return "unattributed", None
+    (role,) = roles
+    library = next((lib for _, lib in calls if lib), None)
+    return role, (library if role == DECODE else None)
+
+
+def opened_before(frame: Frame) -> bool:
+    """The caller's line, or one of the few above it in the same function, opens or loads an
+    image: the ``convert()`` it makes finishes a decode (``Image.open(f).convert("RGB")``)."""
+    for line in range(frame.line, max(frame.line - LOOKED_BACK, 0) - 1, -1):
+        text = _source(frame, line)
+        if OPENED.search(text):
+            return True
+        if line != frame.line and re.match(r"\s*(async\s+)?def\s", text):
+            return False
+    return False
 
 
 def attribute(stacks: Iterable[Stack], roles: Mapping[int, str]) -> dict[str, Any]:
@@ -291,12 +218,12 @@ def attribute(stacks: Iterable[Stack], roles: Mapping[int, str]) -> dict[str, An
     decoders: dict[str, int] = defaultdict(int)
     samples = waits = 0
     for stack in stacks:
-        category = categorise(stack.frames)
+        category, library = classify(stack.frames)
         if category == "wait":
             waits += 1
             continue
         if category == "decode":
-            decoders[decode_library(stack.frames) or "unknown"] += 1
+            decoders[library or "unknown"] += 1
         totals[category] += stack.weight
         by_role[roles.get(stack.pid, "workers")][category] += stack.weight
         samples += 1
@@ -317,6 +244,6 @@ def attribute(stacks: Iterable[Stack], roles: Mapping[int, str]) -> dict[str, An
 
 
 def dominant(shares: Mapping[str, float]) -> str | None:
-    """The category with the largest share, if any was sampled."""
+    """The category with the largest share ("unattributed" included), if any was sampled."""
     named = {c: s for c, s in shares.items() if c != "other" and s > 0}
     return max(named, key=named.__getitem__) if named else None
