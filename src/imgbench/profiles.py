@@ -252,6 +252,53 @@ _DEFAULT = Profile(
     },
 )
 
+# The accelerator half (docs/gpu.md; scripts/device_check.sh runs it on one GPU machine): the
+# gpu loader rows, the DataLoader it is compared with at one worker per core, and the CPU JPEG
+# decoders on one thread; sized for under 8 minutes on one H100 with 16 cores
+_GPU = Profile(
+    name="gpu",
+    description="the accelerator half: H2D copies, nvJPEG, GPU augmentation, ResNet-50 fed",
+    dataset="synthetic-imagenet-like",
+    rounds=3,
+    warmup_rounds=1,
+    host_budget_s=0.5,
+    max_images=32,
+    thread_modes=(1,),
+    plans={
+        "read": ReadPlan(
+            libraries=(
+                "pillow/open-convert",
+                "opencv/imdecode-rgb",
+                "simplejpeg/decode-jpeg",
+                "torchvision/decode-jpeg",
+            ),
+            codecs=("jpeg",),
+            memory_threads=(1,),
+            disk_threads=(),
+            reduces=(),
+            native=False,
+            batch_sizes=(),
+        ),
+        "augment": AugmentPlan(libraries=(), transforms=(), pipelines=(), batch_sizes=()),
+        "format": FormatPlan(libraries=()),
+        "loader": LoaderPlan(
+            libraries=("torch-dataloader", "gpu"),
+            batches_per_round=4,
+            worker_sweep=(os.cpu_count() or 2,),
+            sweep_pipelines=("default", "uint8"),
+            extra_pipelines=(),
+            baseline_pipeline=None,
+            start_methods=(),
+            knobs=False,
+            au_accelerators=(),
+            in_order_workers=(),
+            cow_workers=(),
+            s3_pipelines=(),
+        ),
+        "final": FinalPlan(blocks=0),
+    },
+)
+
 BUILTIN: dict[str, Profile] = {
     p.name: p
     for p in (
@@ -302,6 +349,8 @@ BUILTIN: dict[str, Profile] = {
                     cow_workers=(),
                     s3_pipelines=(),  # no S3 server in quick (formats: local storage only)
                 ),
+                # the final's machinery on a few candidates (docs/final.md)
+                "final": FinalPlan(blocks=2, rounds=2, next_few=1, max_candidates=4),
             },
         ),
         _DEFAULT,
@@ -350,8 +399,6 @@ BUILTIN: dict[str, Profile] = {
                 ),
                 # S3: tar shards at every worker count, unshaped and through a 50 ms path (where
                 # workers must hide the round trips; at 50 images/s ~17 minutes for the ten cases)
-                # the final's machinery on a few candidates (docs/final.md)
-                "final": FinalPlan(blocks=2, rounds=2, next_few=1, max_candidates=4),
                 "loader": LoaderPlan(
                     libraries="all",
                     thread_sweep=(1, 2, 4, 2 * (os.cpu_count() or 2)),
@@ -372,6 +419,7 @@ BUILTIN: dict[str, Profile] = {
                 ),
             },
         ),
+        _GPU,
     )
 }
 

@@ -49,6 +49,23 @@ class LoaderPlan(StagePlan):
     # default pipeline with that decoder through the reference loader at supply_workers; () none
     supply_decoders: Literal["all"] | tuple[str, ...] = ()
     supply_workers: Literal["auto"] | tuple[int, ...] = "auto"  # auto: 0, 1, ... cores
+    # the accelerator half (imgbench.gpu, library "gpu"): skipped rows where gpu_device is CUDA
+    # and there is none. Copies, nvJPEG, GPU augmentation, the step on a cached batch, and each
+    # of gpu_feeds (imgbench.gpu.cases.FEEDS; () none) at gpu_workers DataLoader workers
+    gpu_device: str = "cuda"
+    gpu_batch_size: int = 256
+    gpu_model: str = "resnet50"  # a torchvision.models builder, random weights
+    gpu_workers: Literal["auto"] | tuple[int, ...] = "auto"  # auto: one per core
+    gpu_batches_per_round: int = 4
+    gpu_feeds: tuple[str, ...] = (
+        "float32-pinned",
+        "float32-pageable",
+        "uint8-pinned",
+        "uint8-pageable",
+        "uint8-prefetcher",
+        "cpu-decode-gpu-augment",
+        "nvjpeg-gpu-augment",
+    )
 
     def baseline_workers(self) -> tuple[int, ...]:
         """0 workers and one per core: the common default as it is usually run."""
@@ -63,6 +80,10 @@ class LoaderPlan(StagePlan):
         if self.supply_workers != "auto":
             return self.supply_workers
         return tuple(range((os.cpu_count() or 2) + 1))
+
+    def gpu_worker_counts(self) -> tuple[int, ...]:
+        """The DataLoader workers feeding the device: one per core unless the plan says."""
+        return (os.cpu_count() or 2,) if self.gpu_workers == "auto" else self.gpu_workers
 
     def workers(self) -> tuple[int, ...]:
         """The worker counts of the sweep."""

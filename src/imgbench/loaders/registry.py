@@ -222,6 +222,16 @@ LOADERS: tuple[LoaderSpec, ...] = (
         own_formats=("recordio",),
     ),
     LoaderSpec(
+        library="gpu",
+        module="imgbench.gpu.cases",
+        requires=("torch", "torchvision"),
+        dist="torch",
+        processes=True,
+        experiment="imgbench.gpu.cases:plan_cases",
+        note="after the batch leaves the CPU: H2D copies, nvJPEG, GPU augmentation, a real "
+        "training step (docs/gpu.md); skipped rows without CUDA",
+    ),
+    LoaderSpec(
         library="cow-experiment",
         module=_M + "cow",
         requires=("torch", "pyarrow"),

@@ -1,0 +1,122 @@
+"""The ``feed-*`` cases: the DataLoader's batches delivered to the device, with or without the
+training step. Timed and checked as every loader row is (``imgbench.loaders.run.LoaderRun``:
+first-batch check, drain, steady rate, CPU use), with the device's part inside the timing."""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+from imgbench.measure.case import Case, Workload
+from imgbench.measure.context import CaseContext
+
+CACHED_STEPS = 10  # steps timed for the step's own rate on a cached batch
+
+
+def build_feed(ctx: CaseContext, params: dict[str, Any]) -> Any:
+    """The CPU loader for the case's feed, wrapped so its batches arrive on the device."""
+    from imgbench.gpu.feed import DeviceFeed
+    from imgbench.gpu.feeds import BYTES, FEEDS
+    from imgbench.gpu.ops import BytesDataset, GpuAugment, collate_bytes, decode_batch
+    from imgbench.loaders.cases import make_source
+    from imgbench.loaders.pipeline import NO_AUGMENT, PipelineConfig, SamplePipeline
+    from imgbench.loaders.registry import pipeline_config
+    from imgbench.loaders.torch_dataloader import TorchLoader
+
+    feed = FEEDS[params["feed"]]
+    loader_params = {
+        "workers": params["workers"],
+        "batch_size": params["batch_size"],
+        "prefetch_factor": 2,
+        "persistent_workers": True,
+        "start_method": "fork",
+        # the prefetcher copies from pinned memory too (Apex's recipe: pin_memory=True); there is
+        # no pinning for a CPU device (the tests)
+        "pin_memory": feed.transfer in ("pinned-nonblocking", "prefetcher")
+        and str(params["device"]).startswith("cuda"),
+    }
+    if feed.pipeline == BYTES:
+        source = make_source(ctx, PipelineConfig(augment=NO_AUGMENT))
+        loader = TorchLoader(
+            BytesDataset(source),  # type: ignore[arg-type]  # len and [i]: a map-style dataset
+            loader_params,
+            collate_fn=collate_bytes,
+        )
+    else:
+        config = pipeline_config(feed.pipeline)
+        loader = TorchLoader(SamplePipeline(make_source(ctx, config), config), loader_params)
+    device = params["device"]
+    return DeviceFeed(
+        loader,
+        device,
+        feed.transfer,  # type: ignore[arg-type]  # one of TRANSFERS (FEEDS says which)
+        decode=functools.partial(decode_batch, device=device) if feed.gpu_decode else None,
+        augment=GpuAugment("batch") if feed.gpu_augment else None,
+    )
+
+
+def prepare_feed(ctx: CaseContext, case: Case) -> Workload:
+    """Start the feed, measure the step's own rate, and time batches (and steps) as they come."""
+    import torch
+
+    from imgbench.gpu.device import device_name
+    from imgbench.gpu.feeds import AU_TARGET, FEEDS, SIDE
+    from imgbench.gpu.step import StepCompute, TrainStep, cached_rate
+    from imgbench.loaders.checks import BatchExpectation, check_batch, known_labels
+    from imgbench.loaders.run import LoaderRun
+
+    params = dict(case.params)
+    device = torch.device(params["device"])
+    batch = int(params["batch_size"])
+    side = int(params.get("side", SIDE))
+    step = TrainStep(params["model"], device)
+    images = torch.randn(batch, 3, side, side, device=device)
+    labels = torch.randint(0, 1000, (batch,), device=device)
+    step_rate = cached_rate(step, images, labels, int(params.get("cached_steps", CACHED_STEPS)))
+    del images, labels
+    feed = build_feed(ctx, params)
+    compute = StepCompute(step, feed, batch / step_rate) if params["consumer"] != "copy" else None
+    workers = int(params["workers"])
+    n_batches = int(params["batches_per_round"])
+    expect = BatchExpectation(batch, "chw", "float32", known_labels(feed.loader.pipeline.source))
+    run = LoaderRun(
+        feed,
+        f"gpu feed {params['feed']} ({workers} workers)",
+        parallel=max(1, workers),
+        warmup_batches=ctx.settings.warmup_rounds * n_batches,
+        drain_batches=workers * 2,
+        compute=compute,  # type: ignore[arg-type]  # duck-typed: seconds, kind, run()
+        check=functools.partial(check_batch, expect=expect),
+    )
+    run.extra.update(
+        feed=params["feed"],
+        feed_transfer=FEEDS[params["feed"]].transfer,
+        consumer=params["consumer"],
+        step_images_per_s_cached=step_rate,
+        first_batch_expected=expect.describe(),
+        device=device_name(device),
+        au_method="CUDA events around each step: busy time over wall time of the timed steps"
+        if device.type == "cuda"
+        else "the step's wall time (CPU: synchronous)",
+    )
+    run.start()
+    problem = step.check(*feed.last[:2]) if feed.last is not None else "no batch"
+    if problem:
+        run.close()
+        raise RuntimeError(f"{params['model']} on the feed's batch: {problem}")
+
+    def close() -> None:
+        run.close()
+        rate = run.extra.get("steady_images_per_s")
+        if rate:
+            run.extra["gpus_kept_at_90"] = rate / (AU_TARGET * step_rate)
+
+    return Workload(
+        items=list(range(n_batches)),
+        fn=run.step,
+        images_per_item=batch,
+        megapixels_per_round=n_batches * batch * side * side / 1e6,
+        cache_method="warm: the pool of images is re-read every epoch and stays in the page cache",
+        extra=run.extra,
+        close=close,
+    )

@@ -1,0 +1,149 @@
+"""Batches handed to a device: the copy, the side-stream prefetcher, GPU decode and augmentation.
+
+A :class:`DeviceFeed` wraps a CPU loader (``imgbench.loaders.base.Loader``) and yields its
+batches on ``device``, as a training loop receives them: copied (from pinned memory with
+``non_blocking=True``, or from pageable memory, blocking), normalised on the device when they
+arrive as uint8, decoded there (nvJPEG) when they arrive as encoded bytes, augmented there when
+they arrive as decoded images. The copy, decode and augmentation are inside what the harness
+times. Every class takes ``device``, so the same logic runs on CPU tensors in the tests.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any, Literal
+
+from imgbench.augment.base import IMAGENET_MEAN, IMAGENET_STD
+from imgbench.loaders.base import Batch, Loader
+
+Transfer = Literal["pinned-nonblocking", "pageable-blocking", "prefetcher"]
+TRANSFERS: tuple[Transfer, ...] = ("pinned-nonblocking", "pageable-blocking", "prefetcher")
+
+
+def normalise(images: Any) -> Any:
+    """uint8 N x 3 x H x W (on any device) -> float32, scaled to [0, 1], ImageNet-normalised."""
+    import torch
+
+    mean = torch.tensor(IMAGENET_MEAN, device=images.device).view(1, 3, 1, 1) * 255
+    std = torch.tensor(IMAGENET_STD, device=images.device).view(1, 3, 1, 1) * 255
+    return images.float().sub_(mean).div_(std)
+
+
+def to_device(batch: Batch, device: Any, non_blocking: bool) -> Batch:
+    """The batch's images and labels on ``device`` (a list of images: each one copied)."""
+    images, labels = batch[0], batch[1]
+    if isinstance(images, list | tuple):
+        images = [_tensor(im).to(device, non_blocking=non_blocking) for im in images]
+    else:
+        images = images.to(device, non_blocking=non_blocking)
+    return images, labels.to(device, non_blocking=non_blocking), batch[2], batch[3]
+
+
+def _tensor(image: Any) -> Any:
+    import torch
+
+    return torch.from_numpy(image) if not isinstance(image, torch.Tensor) else image
+
+
+class SideStreamPrefetcher:
+    """Apex's ``data_prefetcher``: while the step uses batch n, batch n + 1 is already being
+    copied (uint8) and normalised on a second CUDA stream. ``next`` makes the compute stream wait
+    for that copy and marks the tensors as used there, so the allocator does not reuse their
+    memory early. On the CPU (the tests) there is no stream: the same steps run in order."""
+
+    def __init__(self, batches: Iterator[Batch], device: Any) -> None:
+        import torch
+
+        self.batches = batches
+        self.device = torch.device(device)
+        cuda = self.device.type == "cuda"
+        self.stream = torch.cuda.Stream(self.device) if cuda else None
+        self._next: Batch | None = None
+        self._preload()
+
+    def _preload(self) -> None:
+        import contextlib
+
+        import torch
+
+        batch = next(self.batches)
+        context = torch.cuda.stream(self.stream) if self.stream else contextlib.nullcontext()
+        with context:
+            images, labels, stage_s, collate_s = to_device(batch, self.device, non_blocking=True)
+            self._next = (normalise(images), labels, stage_s, collate_s)
+
+    def __iter__(self) -> Iterator[Batch]:
+        return self
+
+    def __next__(self) -> Batch:
+        import torch
+
+        batch = self._next
+        assert batch is not None
+        if self.stream is not None:
+            current = torch.cuda.current_stream(self.device)
+            current.wait_stream(self.stream)
+            batch[0].record_stream(current)
+            batch[1].record_stream(current)
+        self._preload()
+        return batch
+
+
+class DeviceFeed:
+    """A loader whose batches arrive on ``device``: ``transfer`` says how they are copied;
+    ``decode`` turns a batch of encoded bytes into images there (nvJPEG on CUDA); ``augment``
+    turns a list of decoded images into one uint8 batch there; uint8 batches are normalised."""
+
+    def __init__(
+        self,
+        loader: Loader,
+        device: Any,
+        transfer: Transfer,
+        *,
+        decode: Callable[[list[Any]], list[Any]] | None = None,
+        augment: Callable[[list[Any]], Any] | None = None,
+    ) -> None:
+        self.loader = loader
+        self.device = device
+        self.transfer = transfer
+        self.decode = decode
+        self.augment = augment
+        self.last: Batch | None = None  # the batch the training step takes next
+        self.pipeline = getattr(loader, "pipeline", None)  # LoaderRun closes it
+        self.extra: dict[str, Any] = {}
+
+    def batches(self) -> Iterator[Batch]:
+        source = self.loader.batches()
+        if self.transfer == "prefetcher":
+            stream: Iterator[Batch] = SideStreamPrefetcher(source, self.device)
+        else:
+            stream = (self._arrive(b) for b in source)
+        for batch in stream:
+            self.last = batch
+            yield batch
+
+    def _arrive(self, batch: Batch) -> Batch:
+        non_blocking = self.transfer == "pinned-nonblocking"
+        images: Any
+        if self.decode is not None:  # encoded bytes: the decoder copies them itself
+            images = self.decode(batch[0])
+            labels = batch[1].to(self.device, non_blocking=non_blocking)
+        else:
+            images, labels, _, _ = to_device(batch, self.device, non_blocking)
+        if self.augment is not None:
+            images = self.augment(images)
+        if images.dtype != _float32():
+            images = normalise(images)
+        return images, labels, batch[2], batch[3]
+
+    def worker_pids(self) -> list[int]:
+        return self.loader.worker_pids()
+
+    def close(self) -> None:
+        self.loader.close()
+
+
+def _float32() -> Any:
+    import torch
+
+    return torch.float32

@@ -1,0 +1,106 @@
+"""The device check's text summary, from a run's rows: nvJPEG batched decode against the CPU
+decoders, the H2D copies against the pinned ceiling, the step's own rate, and the AU of the best
+CPU-decode and GPU-decode feeds (``python -m imgbench.gpu.summary RESULTS``)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+import pandas as pd
+
+GPU_DECODE_FEEDS = ("nvjpeg-gpu-augment",)
+
+
+def _extra(row: pd.Series) -> dict[str, Any]:
+    text = row.get("extra_json")
+    return json.loads(text) if isinstance(text, str) and text else {}
+
+
+def _rate(row: pd.Series) -> str:
+    return f"{row['images_per_s_median']:,.0f} images/s"
+
+
+def summarise(frame: pd.DataFrame) -> str:
+    """A few lines a person reads first; missing parts say why (skipped, failed, not run)."""
+    lines: list[str] = []
+    gpu = frame[frame["library"] == "gpu"]
+    ok = gpu[gpu["status"] == "ok"]
+    if gpu.empty:
+        return "no gpu rows in these results"
+    if ok.empty:
+        reasons = sorted({str(r) for r in gpu["reason"].dropna()})
+        return f"every gpu row was skipped or failed: {'; '.join(reasons)[:400]}"
+    device = next(
+        (e.get("device") for _, r in ok.iterrows() if (e := _extra(r)).get("device")), "?"
+    )
+    lines.append(f"device: {device}")
+
+    def first(variant: str) -> pd.Series | None:
+        rows = ok[ok["variant"] == variant]
+        return rows.iloc[0] if len(rows) else None
+
+    nvjpeg, cpu = first("decode-nvjpeg-batched"), first("decode-cpu-threads")
+    if nvjpeg is not None:
+        line = f"nvJPEG batched decode: {_rate(nvjpeg)}"
+        if cpu is not None:
+            threads = json.loads(cpu["params_json"]).get("decode_threads")
+            line += f"; torchvision decode_jpeg on {threads} CPU threads: {_rate(cpu)}"
+        lines.append(line)
+    reads = frame[(frame["stage"] == "read") & (frame["status"] == "ok")]
+    if len(reads):
+        best = reads.sort_values("images_per_s_median", ascending=False).head(5)
+        lines.append(
+            "CPU decoders, one thread: "
+            + ", ".join(f"{r['library']}/{r['variant']} {_rate(r)}" for _, r in best.iterrows())
+        )
+    ceiling = first("h2d-ceiling")
+    copies = ok[ok["variant"].str.startswith("h2d-") & (ok["variant"] != "h2d-ceiling")]
+    if ceiling is not None:
+        lines.append(f"H2D pinned ceiling (256 MiB): {ceiling['mb_per_s_median'] / 1e3:.1f} GB/s")
+    for _, r in copies.sort_values("variant").iterrows():
+        lines.append(f"  {r['variant']}: {r['mb_per_s_median'] / 1e3:.1f} GB/s ({_rate(r)})")
+    step = ok[ok["variant"].str.startswith("step-cached-")]
+    for _, r in step.iterrows():
+        lines.append(
+            f"{r['variant']}: {_rate(r)} (batch {json.loads(r['params_json'])['batch_size']})"
+        )
+    feeds = ok[ok["variant"].str.startswith("feed-")]
+    for _, r in feeds.sort_values("variant").iterrows():
+        e = _extra(r)
+        au = f", AU {e['au']:.0%}" if e.get("au") is not None else ""
+        kept = e.get("gpus_kept_at_90")
+        kept_s = f", keeps {kept:.2f} GPUs at 90%" if kept is not None else ""
+        lines.append(f"  {r['variant']}: {_rate(r)}{au}{kept_s}")
+    stepped = feeds[~feeds["variant"].str.endswith("+copy")]
+    for label, on_gpu in (("CPU-decode", False), ("GPU-decode", True)):
+        part = stepped[stepped["variant"].map(_gpu_decode) == on_gpu]
+        if len(part):
+            best = part.sort_values("images_per_s_median", ascending=False).iloc[0]
+            share = _extra(best).get("au")
+            au_s = f"{share:.0%}" if share is not None else "n/a"
+            lines.append(f"best {label} feed with the step: {best['variant']}, AU {au_s}")
+    cpu_loader = frame[(frame["library"] == "torch-dataloader") & (frame["status"] == "ok")]
+    for _, r in cpu_loader.iterrows():
+        lines.append(f"DataLoader {r['variant']} at {r['workers']} workers (CPU only): {_rate(r)}")
+    bad = gpu[gpu["status"] != "ok"]
+    for _, r in bad.iterrows():
+        lines.append(f"{r['status']}: {r['variant']}: {str(r['reason'])[:200]}")
+    return "\n".join(lines)
+
+
+def _gpu_decode(variant: str) -> bool:
+    return any(f"feed-{name}+" in variant for name in GPU_DECODE_FEEDS)
+
+
+def main(argv: list[str]) -> int:
+    from imgbench.results.store import load_results
+
+    frame = load_results(*argv).frame
+    print(summarise(frame))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
