@@ -45,12 +45,13 @@ def choose(frame: pd.DataFrame, plan: FinalPlan) -> Selection:
     """
     found = answers(frame)
     answer = next((a for a in found if a.best is not None), None)
-    if answer is None:
+    if answer is None or answer.best is None:
         return Selection([], None, [])
     environment = _environment(frame)
     # the pick first (the secondary rule may have chosen a slower member of the set), then the
     # rest of the set, fastest first
-    equivalent = [answer.best, *(m for m in answer.equivalent if m is not answer.best)]
+    best = answer.best
+    equivalent = [best, *(m for m in answer.equivalent if m is not best)]
     ranked: list[tuple[str, Measured]] = [("equivalent", m) for m in equivalent]
     rest = [c for c in answer.candidates if c not in equivalent]
     ranked += [("next", m) for m in rest[: plan.next_few]]
