@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Literal
 
+from imgbench.gpu.device import cuda_missing
 from imgbench.library import LibrarySpec, catalog, find
 from imgbench.loaders.pipeline import NO_AUGMENT, PipelineConfig
 
@@ -228,6 +229,7 @@ LOADERS: tuple[LoaderSpec, ...] = (
         dist="torch",
         processes=True,
         experiment="imgbench.gpu.cases:plan_cases",
+        check=cuda_missing,  # `imgbench env`: "no CUDA device" where there is none
         note="after the batch leaves the CPU: H2D copies, nvJPEG, GPU augmentation, a real "
         "training step (docs/gpu.md); skipped rows without CUDA",
     ),
