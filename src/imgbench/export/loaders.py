@@ -274,20 +274,30 @@ _SAMPLER = "from torch.utils.data import DataLoader, RandomSampler"
 LOADERS: dict[str, LoaderCode] = {
     "torch-dataloader": LoaderCode((_SAMPLER,), _DATALOADER),
     "threadpool": LoaderCode(
-        ("from collections import deque", "from multiprocessing.pool import ThreadPool"),
+        (
+            "from collections import deque",
+            "from collections.abc import Iterator",
+            "from multiprocessing.pool import ThreadPool",
+        ),
         _THREADPOOL,
     ),
-    "queue-feeder": LoaderCode(("import queue", "import threading"), _QUEUE_FEEDER),
+    "queue-feeder": LoaderCode(
+        ("import queue", "import threading", "from collections.abc import Iterator"), _QUEUE_FEEDER
+    ),
     "torchdata-nodes": LoaderCode(
         ("import torchdata.nodes as tn", "from torch.utils.data import RandomSampler"),
         _TORCHDATA_NODES,
     ),
     "spdl": LoaderCode(
-        ("from spdl.pipeline import PipelineBuilder, build_pipeline, run_pipeline_in_subprocess",),
+        (
+            "from collections.abc import Iterator",
+            "from spdl.pipeline import PipelineBuilder, build_pipeline, run_pipeline_in_subprocess",
+        ),
         _SPDL,
     ),
     "dali": LoaderCode(
         (
+            "from collections.abc import Iterator",
             "from nvidia.dali import fn, types",
             "from nvidia.dali.pipeline import Pipeline",
             "from nvidia.dali.plugin.pytorch.torch_utils import to_torch_tensor",

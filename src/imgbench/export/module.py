@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -35,7 +36,6 @@ _STDLIB = (
     "import statistics",
     "import sys",
     "import time",
-    "from collections.abc import Iterator",
     "from pathlib import Path",
 )
 _THIRD_PARTY = (
@@ -184,22 +184,45 @@ def _settle() -> str:
     )
 
 
-def _imports(lines: list[str]) -> str:
-    """The fixed and the parts' import lines, once each: the standard library's, then lines
-    that must run before a library is imported (its environment variables), then the rest."""
+def _imports(lines: list[str], code: str) -> str:
+    """The fixed and the parts' import lines, once each, ``from`` imports of one module merged:
+    the standard library's, then lines that must run before a library is imported (its
+    environment variables), then the rest; what ``code`` does not use of the fixed ones is left
+    out (DALI's module collates nothing)."""
     import sys
 
     def top(line: str) -> str:
         return line.split()[1].split(".")[0]
 
-    unique = list(dict.fromkeys([*_STDLIB, *_THIRD_PARTY, *lines]))
-    imports = [line for line in unique if line.startswith(("import ", "from "))]
+    used = [line for line in _THIRD_PARTY if re.search(rf"\b{line.split()[-1]}\b", code)]
+    fixed = [*_STDLIB, *used]
+    if re.search(r"\bAny\b", code):  # in the copied definitions' annotations
+        fixed.append("from typing import Any")
+    unique = list(dict.fromkeys([*fixed, *lines]))
+    merged: dict[str, list[str]] = {}
+    imports: list[str] = []
+    for line in unique:
+        found = re.fullmatch(r"from (\S+) import ([\w, ]+)", line)
+        if found is None:
+            if line.startswith(("import ", "from ")):
+                imports.append(line)
+            continue
+        if found.group(1) not in merged:
+            merged[found.group(1)] = []
+            imports.append(f"from {found.group(1)} import")
+        merged[found.group(1)] += [n.strip() for n in found.group(2).split(",")]
+    imports = [
+        f"{line} {', '.join(sorted(set(merged[line.split()[1]])))}"
+        if line.endswith(" import")
+        else line
+        for line in imports
+    ]
     stdlib = sorted(
         (line for line in imports if top(line) in sys.stdlib_module_names),
         key=lambda line: (line.split()[1], line),
     )
     third = [line for line in imports if line not in stdlib]
-    setup = [line for line in unique if line not in imports]
+    setup = [line for line in unique if not line.startswith(("import ", "from "))]
     blocks = [["from __future__ import annotations"], stdlib, setup, third]
     return "\n\n".join("\n".join(b) for b in blocks if b)
 
@@ -361,8 +384,9 @@ def render(choice: Choice) -> str:
     if library == "torch-dataloader":
         body.append(_dataloader_kwargs(params))
     body += ["# -- the loader: " + library, loader.code, _settle(), _MAIN]
-    sections.append(_imports(imports))
-    sections += [part.strip("\n") for part in body]
+    parts = [part.strip("\n") for part in body]
+    sections.append(_imports(imports, "\n".join(parts)))
+    sections += parts
     return "\n\n\n".join(sections) + "\n"
 
 
