@@ -126,6 +126,20 @@ def test_a_feed_of_encoded_bytes_decodes_augments_and_normalises(
     assert loader.closed
 
 
+def test_a_feed_of_decoded_arrays_copies_each_as_chw_and_augments_on_the_device() -> None:
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    arrays = [rng.integers(0, 256, (h, w, 3), dtype=np.uint8) for h, w in ((240, 320), (300, 260))]
+    batch = (arrays, torch.tensor([0, 1]), None, None)
+    feed = DeviceFeed(
+        _ListLoader([batch]), "cpu", "pageable-blocking", augment=GpuAugment("batch"), sync=True
+    )
+    images, labels, _, _ = next(feed.batches())
+    assert images.shape == (2, 3, 224, 224) and images.dtype == torch.float32
+    assert labels.tolist() == [0, 1]
+
+
 @pytest.mark.parametrize("per", ["image", "batch"])
 def test_gpu_augment_gives_uint8_224_batches(jpegs: list[torch.Tensor], per: str) -> None:
     images = decode_batch(jpegs, "cpu")

@@ -226,7 +226,7 @@ def _decode_workload(ctx: CaseContext, params: dict[str, Any]) -> Workload:
 
         threads = int(params["decode_threads"])
         pool = ThreadPoolExecutor(threads)
-        chunks = [encoded[i::threads] for i in range(threads)]
+        chunks = [c for c in (encoded[i::threads] for i in range(threads)) if c]
         cpu = torch.device("cpu")
 
         def decode(_item: object) -> None:

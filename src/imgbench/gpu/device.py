@@ -38,3 +38,11 @@ def device_name(device: Any) -> str:
     if dev.type == "cuda":
         return str(torch.cuda.get_device_name(dev))
     return dev.type
+
+
+def synchronize_stream(device: Any) -> None:
+    """Wait for the current stream's queued work only (a side stream's copy ahead keeps going)."""
+    import torch
+
+    if torch.device(device).type == "cuda":
+        torch.cuda.current_stream(device).synchronize()

@@ -52,6 +52,7 @@ def build_feed(ctx: CaseContext, params: dict[str, Any]) -> Any:
         feed.transfer,  # type: ignore[arg-type]  # one of TRANSFERS (FEEDS says which)
         decode=functools.partial(decode_batch, device=device) if feed.gpu_decode else None,
         augment=GpuAugment("batch") if feed.gpu_augment else None,
+        sync=params["consumer"] == "copy",
     )
 
 
@@ -111,12 +112,25 @@ def prepare_feed(ctx: CaseContext, case: Case) -> Workload:
         if rate:
             run.extra["gpus_kept_at_90"] = rate / (AU_TARGET * step_rate)
 
+    copied = _copied_bytes_per_image(params["feed"], side)
+    if copied:
+        run.extra["copied_bytes_per_image"] = copied
     return Workload(
         items=list(range(n_batches)),
         fn=run.step,
         images_per_item=batch,
+        bytes_per_round=n_batches * batch * copied,  # mb_per_s_median: the copy's rate
         megapixels_per_round=n_batches * batch * side * side / 1e6,
         cache_method="warm: the pool of images is re-read every epoch and stays in the page cache",
         extra=run.extra,
         close=close,
     )
+
+
+def _copied_bytes_per_image(feed: str, side: int) -> int:
+    """Bytes of one image crossing to the device: float32 or uint8 3 x side x side; 0 where
+    the images' sizes vary (decoded images, encoded files)."""
+    from imgbench.gpu.feeds import FEEDS
+
+    pipeline = FEEDS[feed].pipeline
+    return {"default": 4, "uint8": 1}.get(pipeline, 0) * 3 * side * side

@@ -30,19 +30,24 @@ def normalise(images: Any) -> Any:
 
 
 def to_device(batch: Batch, device: Any, non_blocking: bool) -> Batch:
-    """The batch's images and labels on ``device`` (a list of images: each one copied)."""
+    """The batch's images and labels on ``device``; a list of images (the decode-only pipeline's
+    H x W x 3 arrays) is copied image by image, as 3 x H x W tensors."""
     images, labels = batch[0], batch[1]
     if isinstance(images, list | tuple):
-        images = [_tensor(im).to(device, non_blocking=non_blocking) for im in images]
+        images = [_chw(im).to(device, non_blocking=non_blocking) for im in images]
     else:
         images = images.to(device, non_blocking=non_blocking)
     return images, labels.to(device, non_blocking=non_blocking), batch[2], batch[3]
 
 
-def _tensor(image: Any) -> Any:
+def _chw(image: Any) -> Any:
+    """A decoded image as a 3 x H x W tensor: NumPy arrays are H x W x 3 (the decoders' layout),
+    tensors are 3 x H x W already (torchvision's)."""
     import torch
 
-    return torch.from_numpy(image) if not isinstance(image, torch.Tensor) else image
+    if isinstance(image, torch.Tensor):
+        return image
+    return torch.from_numpy(image).permute(2, 0, 1)
 
 
 class SideStreamPrefetcher:
@@ -92,7 +97,9 @@ class SideStreamPrefetcher:
 class DeviceFeed:
     """A loader whose batches arrive on ``device``: ``transfer`` says how they are copied;
     ``decode`` turns a batch of encoded bytes into images there (nvJPEG on CUDA); ``augment``
-    turns a list of decoded images into one uint8 batch there; uint8 batches are normalised."""
+    turns a list of decoded images into one uint8 batch there; uint8 batches are normalised.
+    ``sync``: wait for each batch's device work before handing it over (the ``+copy`` rows, which
+    have no step to wait on: without it the CPU would queue copies ahead of the device)."""
 
     def __init__(
         self,
@@ -102,12 +109,14 @@ class DeviceFeed:
         *,
         decode: Callable[[list[Any]], list[Any]] | None = None,
         augment: Callable[[list[Any]], Any] | None = None,
+        sync: bool = False,
     ) -> None:
         self.loader = loader
         self.device = device
         self.transfer = transfer
         self.decode = decode
         self.augment = augment
+        self.sync = sync
         self.last: Batch | None = None  # the batch the training step takes next
         self.pipeline = getattr(loader, "pipeline", None)  # LoaderRun closes it
         self.extra: dict[str, Any] = {}
@@ -119,6 +128,10 @@ class DeviceFeed:
         else:
             stream = (self._arrive(b) for b in source)
         for batch in stream:
+            if self.sync:
+                from imgbench.gpu.device import synchronize_stream
+
+                synchronize_stream(self.device)
             self.last = batch
             yield batch
 

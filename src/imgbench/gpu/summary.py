@@ -72,7 +72,9 @@ def summarise(frame: pd.DataFrame) -> str:
         au = f", AU {e['au']:.0%}" if e.get("au") is not None else ""
         kept = e.get("gpus_kept_at_90")
         kept_s = f", keeps {kept:.2f} GPUs at 90%" if kept is not None else ""
-        lines.append(f"  {r['variant']}: {_rate(r)}{au}{kept_s}")
+        mb = r.get("mb_per_s_median")
+        copied = f", {mb / 1e3:.2f} GB/s copied" if pd.notna(mb) and mb else ""
+        lines.append(f"  {r['variant']}: {_rate(r)}{au}{kept_s}{copied}")
     stepped = feeds[~feeds["variant"].str.endswith("+copy")]
     for label, on_gpu in (("CPU-decode", False), ("GPU-decode", True)):
         part = stepped[stepped["variant"].map(_gpu_decode) == on_gpu]
