@@ -48,17 +48,27 @@ IMGBENCH=("$PY" -m imgbench.cli)
 "$PY" -c "import imgbench.gpu.cases, imgbench.pytest_plugin; print('imgbench imports')" || true
 [ -n "${DEVICE_CHECK_INSTALL_ONLY:-}" ] && exit 0  # how the install steps are tested without a GPU
 
-# 2. the dataset (cached; nothing to do when built), then the profile
+# 2. the dataset (cached; nothing to do when built), then the profile. 16 DataLoader workers hold
+# 32 batches in shared memory: 4.9 GB at batch 256 float32. A smaller /dev/shm gets batch 64
+shm_kb=$(df -k --output=avail /dev/shm 2>/dev/null | tail -1 | tr -d ' ')
+if [ -n "$shm_kb" ] && [ "$shm_kb" -lt 8388608 ]; then
+  printf '[tool.imgbench.profiles.gpu.loader]\ngpu_batch_size = 64\n' >"$OUT/gpu-profile.toml"
+  export IMGBENCH_PYPROJECT="$OUT/gpu-profile.toml"
+fi
 "${IMGBENCH[@]}" dataset build synthetic-imagenet-like || true
 # three sessions, each its own parquet file, so a time-out loses one part only: the device's
 # copies, decode, augmentation and cached step; the feeds (DataLoader -> device -> step); the CPU
 # decoders and the CPU-only DataLoader they are compared with
-run_part() {  # SECONDS KEYWORD
-  timeout "$1" "${IMGBENCH[@]}" run --profile gpu --results "$OUT/results" --no-envs \
+BUDGET_S="${BUDGET_S:-570}"  # the whole script, so the summary is written within a 600 s call
+run_part() {  # SECONDS KEYWORD: at most SECONDS, and never past the script's budget
+  local left=$((BUDGET_S - SECONDS)) limit="$1"
+  if [ "$left" -lt 30 ]; then echo "not run (time budget spent): -k '$2'"; return; fi
+  [ "$left" -lt "$limit" ] && limit="$left"
+  timeout "$limit" "${IMGBENCH[@]}" run --profile gpu --results "$OUT/results" --no-envs \
     --name gpu-check -k "$2"
   echo "imgbench run -k '$2' exit: $?"
 }
-run_part 150 "gpu and not feed"
+run_part 120 "gpu and not feed"
 # CUDA in a fork of the worker server is expected to work (the server never initialises CUDA);
 # if the rows say otherwise, the rest runs in the session's own process
 "$PY" - "$OUT/results" <<'PY' && export IMGBENCH_SETTINGS="process_model=in-process"
@@ -66,14 +76,14 @@ import sys
 from imgbench.results.store import load_results
 f = load_results(sys.argv[1]).frame
 bad = f[(f["library"] == "gpu") & (f["status"] == "failed")]
-sys.exit(0 if bad["reason"].astype(str).str.contains("CUDA|cuda|initiali").any() else 1)
+sys.exit(0 if bad["reason"].astype(str).str.contains("initiali").any() else 1)
 PY
-[ -n "${IMGBENCH_SETTINGS:-}" ] && run_part 150 "gpu and not feed"
-run_part 330 "gpu and feed"
-run_part 120 "not gpu"
+[ -n "${IMGBENCH_SETTINGS:-}" ] && run_part 120 "gpu and not feed"
+run_part 300 "gpu and feed"
+run_part 90 "not gpu"
 if ! ls "$OUT"/results/*.parquet >/dev/null 2>&1; then
   # no parquet at all: the gpu cases straight through pytest, its plugin named
-  timeout 200 "$PY" -m pytest benches/bench_loaders.py -p imgbench.pytest_plugin \
+  timeout $((BUDGET_S - SECONDS > 60 ? BUDGET_S - SECONDS : 60)) "$PY" -m pytest benches/bench_loaders.py -p imgbench.pytest_plugin \
     --imgbench-profile=gpu --imgbench-results="$OUT/results" -p no:cacheprovider -k gpu -q || true
 fi
 

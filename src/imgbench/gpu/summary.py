@@ -86,6 +86,11 @@ def summarise(frame: pd.DataFrame) -> str:
     cpu_loader = frame[(frame["library"] == "torch-dataloader") & (frame["status"] == "ok")]
     for _, r in cpu_loader.iterrows():
         lines.append(f"DataLoader {r['variant']} at {r['workers']} workers (CPU only): {_rate(r)}")
+    from imgbench.answer.gpu import gpu_verdict
+
+    verdict = gpu_verdict(frame)
+    if verdict is not None:
+        lines += verdict.lines()
     bad = gpu[gpu["status"] != "ok"]
     for _, r in bad.iterrows():
         lines.append(f"{r['status']}: {r['variant']}: {str(r['reason'])[:200]}")

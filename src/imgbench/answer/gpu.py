@@ -1,0 +1,119 @@
+"""Is the GPU waiting? The answer read from a run's ``gpu`` rows (docs/gpu.md), for the Overview
+and ``imgbench report`` to show first where such rows exist: the step's own rate, the best
+feed's rate, its AU, how many such GPUs it keeps 90% busy, and which side bounds it.
+
+The bound, from the rows of the same run: the step (the feed keeps one GPU or more at 90%); GPU
+decode (the nvJPEG feed is as fast as batched nvJPEG alone); reading the files (the nvJPEG feed
+is slower than nvJPEG alone: the CPU workers that only read); the copy (a CPU-decode feed is
+slower than the same DataLoader measured without a device); CPU decode/augment (otherwise).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+
+AU_TARGET = 0.9
+SAME = 0.9  # a rate within 10% of another's is bounded by the same work
+
+
+@dataclass(frozen=True)
+class GpuVerdict:
+    device: str
+    step_images_per_s: float  # the step on a cached batch: the most the GPU can take
+    feed: str  # the fastest feed as the GPU receives it (a `feed-*+copy` row's variant)
+    feed_images_per_s: float
+    gpus_kept_at_90: float
+    bound: str
+    au: float | None = None  # the same feed with the step, where measured
+    stepped: str | None = None  # that row's variant
+
+    @property
+    def waiting(self) -> bool:
+        """The GPU waits for data: the best feed keeps it under 90% busy."""
+        if self.au is not None:
+            return self.au < AU_TARGET
+        return self.gpus_kept_at_90 < 1.0
+
+    def lines(self) -> list[str]:
+        au = f"{self.au:.0%}" if self.au is not None else "not measured"
+        head = "yes" if self.waiting else "no"
+        return [
+            f"Is the GPU waiting? {head} ({self.device})",
+            f"the step alone: {self.step_images_per_s:,.0f} images/s",
+            f"the best feed: {self.feed} at {self.feed_images_per_s:,.0f} images/s, AU {au}",
+            f"it keeps {self.gpus_kept_at_90:.2f} such GPUs at 90% busy",
+            f"bound by: {self.bound}",
+        ]
+
+
+def _ok(frame: pd.DataFrame) -> pd.DataFrame:
+    return frame[frame["status"] == "ok"]
+
+
+def _extra(row: pd.Series) -> dict[str, Any]:
+    text = row.get("extra_json")
+    return json.loads(text) if isinstance(text, str) and text else {}
+
+
+def _params(row: pd.Series) -> dict[str, Any]:
+    text = row.get("params_json")
+    return json.loads(text) if isinstance(text, str) and text else {}
+
+
+def gpu_verdict(frame: pd.DataFrame) -> GpuVerdict | None:
+    """The verdict from one run's rows; None where no step or no feed row was measured."""
+    gpu = _ok(frame[frame["library"] == "gpu"])
+    steps = gpu[gpu["variant"].str.startswith("step-cached-")]
+    feeds = gpu[gpu["variant"].str.startswith("feed-") & gpu["variant"].str.endswith("+copy")]
+    if steps.empty or feeds.empty:
+        return None
+    step_rate = float(steps["images_per_s_median"].max())
+    best = feeds.sort_values("images_per_s_median", ascending=False).iloc[0]
+    rate = float(best["images_per_s_median"])
+    feed = str(_params(best).get("feed", ""))
+    stepped = gpu[
+        gpu["variant"].str.startswith(f"feed-{feed}+") & (gpu["variant"] != best["variant"])
+    ]
+    au = None
+    stepped_name = None
+    if len(stepped):
+        row = stepped.iloc[0]
+        au, stepped_name = _extra(row).get("au"), str(row["variant"])
+    kept = rate / (AU_TARGET * step_rate)
+    return GpuVerdict(
+        device=str(_extra(best).get("device", "?")),
+        step_images_per_s=step_rate,
+        feed=str(best["variant"]),
+        feed_images_per_s=rate,
+        gpus_kept_at_90=kept,
+        bound=_bound(frame, gpu, best, feed, rate, kept),
+        au=au,
+        stepped=stepped_name,
+    )
+
+
+def _bound(
+    frame: pd.DataFrame, gpu: pd.DataFrame, best: pd.Series, feed: str, rate: float, kept: float
+) -> str:
+    if kept >= 1.0:
+        return "the step: the GPU computes, the loader keeps up"
+    if feed.startswith("nvjpeg"):
+        nvjpeg = gpu[gpu["variant"] == "decode-nvjpeg-batched"]
+        if len(nvjpeg) and rate >= SAME * float(nvjpeg["images_per_s_median"].max()):
+            return "GPU decode (nvJPEG)"
+        return "reading the files (the CPU workers that feed nvJPEG)"
+    uint8 = feed.startswith("uint8")
+    cpu = _ok(
+        frame[(frame["library"] == "torch-dataloader") & (frame["workers"] == best["workers"])]
+    )
+    cpu = cpu[
+        cpu["params_json"].map(lambda p: json.loads(p).get("pipeline", "").endswith(":train-uint8"))
+        == uint8
+    ]
+    if len(cpu) and rate < SAME * float(cpu["images_per_s_median"].max()):
+        return "the copy to the device"
+    return "CPU decode/augment"

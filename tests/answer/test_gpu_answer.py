@@ -1,0 +1,71 @@
+"""Is the GPU waiting? The verdict from gpu rows (made here as a run would write them)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pandas as pd
+
+from imgbench.answer.gpu import gpu_verdict
+
+
+def _row(variant: str, rate: float, library: str = "gpu", **params: Any) -> dict[str, Any]:
+    extra = params.pop("extra", {})
+    return {
+        "library": library,
+        "variant": variant,
+        "status": "ok",
+        "workers": 16,
+        "images_per_s_median": rate,
+        "params_json": json.dumps(params),
+        "extra_json": json.dumps({"device": "NVIDIA H100", **extra}),
+    }
+
+
+def _frame(*rows: dict[str, Any]) -> pd.DataFrame:
+    return pd.DataFrame(list(rows))
+
+
+STEP = _row("step-cached-resnet50", 3000.0)
+CPU_UINT8 = _row("files-opencv-x-uint8", 2000.0, "torch-dataloader", pipeline="a:train-uint8")
+
+
+def test_no_gpu_rows_no_verdict() -> None:
+    assert gpu_verdict(_frame(CPU_UINT8)) is None
+
+
+def test_a_loader_slower_than_the_step_leaves_the_gpu_waiting_on_the_cpu() -> None:
+    verdict = gpu_verdict(
+        _frame(
+            STEP,
+            CPU_UINT8,
+            _row("feed-uint8-pinned+copy", 1900.0, feed="uint8-pinned"),
+            _row("feed-uint8-pinned+resnet50", 1800.0, feed="uint8-pinned", extra={"au": 0.6}),
+        )
+    )
+    assert verdict is not None and verdict.waiting
+    assert verdict.au == 0.6 and verdict.stepped == "feed-uint8-pinned+resnet50"
+    assert round(verdict.gpus_kept_at_90, 3) == round(1900 / 2700, 3)
+    assert verdict.bound == "CPU decode/augment"
+    assert verdict.lines()[0] == "Is the GPU waiting? yes (NVIDIA H100)"
+
+
+def test_a_feed_slower_than_its_cpu_loader_is_bound_by_the_copy() -> None:
+    verdict = gpu_verdict(
+        _frame(STEP, CPU_UINT8, _row("feed-uint8-pageable+copy", 1000.0, feed="uint8-pageable"))
+    )
+    assert verdict is not None and verdict.bound == "the copy to the device"
+
+
+def test_nvjpeg_feeds_are_bound_by_gpu_decode_or_by_reading() -> None:
+    feed = _row("feed-nvjpeg-gpu-augment+copy", 2500.0, feed="nvjpeg-gpu-augment")
+    fast = gpu_verdict(_frame(STEP, feed, _row("decode-nvjpeg-batched", 2600.0)))
+    slow = gpu_verdict(_frame(STEP, feed, _row("decode-nvjpeg-batched", 9000.0)))
+    assert fast is not None and fast.bound == "GPU decode (nvJPEG)"
+    assert slow is not None and slow.bound.startswith("reading the files")
+
+
+def test_a_feed_that_keeps_a_gpu_busy_is_not_waited_for() -> None:
+    verdict = gpu_verdict(_frame(STEP, _row("feed-float32-pinned+copy", 2900.0, feed="x")))
+    assert verdict is not None and not verdict.waiting and verdict.bound.startswith("the step")
