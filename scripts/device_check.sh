@@ -9,7 +9,13 @@ OUT="${OUT:-$PWD/build/device-out}"
 mkdir -p "$OUT"
 exec > >(tee -a "$OUT/device_check.log") 2>&1
 set -x
-PY="${PYTHON:-python3}"
+PY="${PYTHON:-}"
+if [ -z "$PY" ]; then  # the interpreter that has torch
+  for candidate in python3 python3.12 python; do
+    if "$candidate" -c "import torch" 2>/dev/null; then PY="$candidate"; break; fi
+  done
+  PY="${PY:-python3}"
+fi
 WHEELS="$PWD/build/device-wheels"
 date -u
 nvidia-smi || true

@@ -158,15 +158,16 @@ def _copy_workload(params: dict[str, Any]) -> Workload:
     device = torch.device(params["device"])
     n = int(params["batches_per_round"])
     if params["part"] == "h2d-ceiling":
-        host = torch.empty(int(params["bytes"]), dtype=torch.uint8).pin_memory()
+        host = torch.empty(int(params["bytes"]), dtype=torch.uint8)
         pinned, non_blocking, images = True, True, 1
     else:
         dtype = getattr(torch, params["dtype"])
         images = int(params["batch_size"])
         host = torch.randint(0, 256, (images, 3, SIDE, SIDE), dtype=torch.uint8).to(dtype)
         pinned, non_blocking = bool(params["pinned"]), bool(params["non_blocking"])
-        if pinned:
-            host = host.pin_memory()
+    pinned = pinned and device.type == "cuda"  # no pinning without CUDA (the tests' CPU device)
+    if pinned:
+        host = host.pin_memory()
     target = torch.empty_like(host, device=device)
 
     def copy(_item: object) -> None:
