@@ -34,7 +34,8 @@ for pair in psutil:psutil rich:rich markdown_it:markdown_it_py mdurl:mdurl pygme
     typing_inspection:typing_inspection typer:typer click:click shellingham:shellingham annotated_doc:annotated_doc \
     typing_extensions:typing_extensions threadpoolctl:threadpoolctl cloudpickle:cloudpickle \
     tqdm:tqdm simplejpeg:simplejpeg dateutil:python_dateutil six:six iniconfig:iniconfig \
-    pluggy:pluggy cpuinfo:py_cpuinfo setuptools:setuptools wheel:wheel; do
+    pluggy:pluggy cpuinfo:py_cpuinfo setuptools:setuptools wheel:wheel yaml:pyyaml scipy:scipy \
+    simsimd:simsimd stringzilla:stringzilla albucore:albucore albumentations:albumentations; do
   module="${pair%%:*}"; wheel="${pair##*:}"
   "$PY" -c "import $module" 2>/dev/null || missing+=("$(ls "$WHEELS"/"$wheel"-*.whl | head -1)")
 done
@@ -74,7 +75,8 @@ run_part() {  # SECONDS KEYWORD: at most SECONDS, and never past the script's bu
     --name gpu-check -k "$2"
   echo "imgbench run -k '$2' exit: $?"
 }
-run_part 120 "gpu and not feed"
+PARTS="${PARTS:-device feed cpu}"  # which parts to run (a rerun names only what failed)
+[[ " $PARTS " == *" device "* ]] && run_part 120 "gpu and not feed"
 # CUDA in a fork of the worker server is expected to work (the server never initialises CUDA);
 # if the rows say otherwise, the rest runs in the session's own process
 "$PY" - "$OUT/results" <<'PY' && export IMGBENCH_SETTINGS="process_model=in-process"
@@ -85,8 +87,8 @@ bad = f[(f["library"] == "gpu") & (f["status"] == "failed")]
 sys.exit(0 if bad["reason"].astype(str).str.contains("initiali").any() else 1)
 PY
 [ -n "${IMGBENCH_SETTINGS:-}" ] && run_part 120 "gpu and not feed"
-run_part 300 "gpu and feed"
-run_part 90 "not gpu"
+[[ " $PARTS " == *" feed "* ]] && run_part 300 "gpu and feed"
+[[ " $PARTS " == *" cpu "* ]] && run_part 90 "not gpu"
 if ! ls "$OUT"/results/*.parquet >/dev/null 2>&1; then
   # no parquet at all: the gpu cases straight through pytest, its plugin named
   timeout $((BUDGET_S - SECONDS > 60 ? BUDGET_S - SECONDS : 60)) "$PY" -m pytest benches/bench_loaders.py -p imgbench.pytest_plugin \
