@@ -12,6 +12,7 @@ from dashboard.charts import show
 from dashboard.state import BENCH_HINT, View, current_view
 
 from imgbench.answer import Answer, answers, problems
+from imgbench.answer.gpu import gpu_verdict
 from imgbench.report.charts import candidates_chart, stage_times_chart
 from imgbench.results.store import run_summary
 
@@ -114,6 +115,11 @@ def render(view: View) -> None:
     cols[4].metric("Skipped", int(counts.get("skipped", 0)) - legacy)
     cols[5].metric("Failed", int(counts.get("failed", 0)))
 
+    verdict = gpu_verdict(frame)
+    if verdict is not None:  # the accelerator half first, where the rows hold it (docs/gpu.md)
+        title, *rest = verdict.lines()
+        st.subheader(title)
+        st.markdown("\n".join(f"- {line}" for line in rest))
     found = answers(frame)
     if not found:
         st.info(f"No measured rows in the current filters: {BENCH_HINT}.")

@@ -69,3 +69,49 @@ def test_nvjpeg_feeds_are_bound_by_gpu_decode_or_by_reading() -> None:
 def test_a_feed_that_keeps_a_gpu_busy_is_not_waited_for() -> None:
     verdict = gpu_verdict(_frame(STEP, _row("feed-float32-pinned+copy", 2900.0, feed="x")))
     assert verdict is not None and not verdict.waiting and verdict.bound.startswith("the step")
+
+
+def test_the_best_feed_is_the_one_that_fed_the_step_fastest() -> None:
+    """As on the H100 (lab/device/2026-11-27-h100): a pageable uint8 feed copied fastest alone but
+    fed the step less than the side-stream prefetcher; the step's own AU decides "waiting"."""
+    verdict = gpu_verdict(
+        _frame(
+            STEP,
+            _row("feed-uint8-pageable+copy", 8000.0, feed="uint8-pageable"),
+            _row("feed-uint8-pageable+resnet50", 2600.0, feed="uint8-pageable", extra={"au": 0.87}),
+            _row("feed-uint8-prefetcher+copy", 2700.0, feed="uint8-prefetcher"),
+            _row(
+                "feed-uint8-prefetcher+resnet50",
+                2900.0,
+                feed="uint8-prefetcher",
+                extra={"au": 0.97},
+            ),
+        )
+    )
+    assert verdict is not None
+    assert verdict.stepped == "feed-uint8-prefetcher+resnet50"
+    assert not verdict.waiting and verdict.au == 0.97
+    assert verdict.bound.startswith("the step")
+    # the loader delivered at least what it fed the step
+    assert round(verdict.gpus_kept_at_90, 3) == round(2900 / 2700, 3)
+
+
+def test_the_report_asks_is_the_gpu_waiting_first() -> None:
+    import pandas as pd
+
+    from imgbench.report.document import Report
+    from imgbench.report.markdown import render_markdown
+
+    verdict = gpu_verdict(
+        _frame(
+            STEP,
+            _row("feed-uint8-pinned+copy", 1900.0, feed="uint8-pinned"),
+            _row("feed-uint8-pinned+resnet50", 1800.0, feed="uint8-pinned", extra={"au": 0.6}),
+        )
+    )
+    report = Report(
+        answers=[], problems=pd.DataFrame(), legacy_skips=0, runs=[], unreadable=[], gpu=verdict
+    )
+    text = render_markdown(report)
+    assert "### Is the GPU waiting? yes (NVIDIA H100)" in text
+    assert "- it keeps 0.70 such GPUs at 90% busy" in text

@@ -72,17 +72,27 @@ def gpu_verdict(frame: pd.DataFrame) -> GpuVerdict | None:
     if steps.empty or feeds.empty:
         return None
     step_rate = float(steps["images_per_s_median"].max())
-    best = feeds.sort_values("images_per_s_median", ascending=False).iloc[0]
-    rate = float(best["images_per_s_median"])
-    feed = str(_params(best).get("feed", ""))
-    stepped = gpu[
-        gpu["variant"].str.startswith(f"feed-{feed}+") & (gpu["variant"] != best["variant"])
+    # the best feed is the one that fed the real step fastest, where steps were fed (the copy-only
+    # rate does not say what the step gets: on the H100 the uint8 feed copied 8,166 images/s
+    # alone and fed ResNet-50 3,148, AU 87%, while the side-stream prefetcher fed it 3,860, AU 97%)
+    stepped_rows = gpu[
+        gpu["variant"].str.startswith("feed-") & ~gpu["variant"].str.endswith("+copy")
     ]
     au = None
     stepped_name = None
-    if len(stepped):
-        row = stepped.iloc[0]
-        au, stepped_name = _extra(row).get("au"), str(row["variant"])
+    if len(stepped_rows):
+        fed = stepped_rows.sort_values("images_per_s_median", ascending=False).iloc[0]
+        au, stepped_name = _extra(fed).get("au"), str(fed["variant"])
+        feed = str(_params(fed).get("feed", ""))
+        same = feeds[feeds["variant"] == f"feed-{feed}+copy"]
+        best = same.iloc[0] if len(same) else fed
+    else:
+        best = feeds.sort_values("images_per_s_median", ascending=False).iloc[0]
+        feed = str(_params(best).get("feed", ""))
+    # what the loader has shown it delivers: its copy-only rate, or what it fed the step if more
+    rate = float(best["images_per_s_median"])
+    if len(stepped_rows):
+        rate = max(rate, float(fed["images_per_s_median"]))
     kept = rate / (AU_TARGET * step_rate)
     return GpuVerdict(
         device=str(_extra(best).get("device", "?")),
@@ -90,16 +100,22 @@ def gpu_verdict(frame: pd.DataFrame) -> GpuVerdict | None:
         feed=str(best["variant"]),
         feed_images_per_s=rate,
         gpus_kept_at_90=kept,
-        bound=_bound(frame, gpu, best, feed, rate, kept),
+        bound=_bound(frame, gpu, best, feed, rate, kept, au),
         au=au,
         stepped=stepped_name,
     )
 
 
 def _bound(
-    frame: pd.DataFrame, gpu: pd.DataFrame, best: pd.Series, feed: str, rate: float, kept: float
+    frame: pd.DataFrame,
+    gpu: pd.DataFrame,
+    best: pd.Series,
+    feed: str,
+    rate: float,
+    kept: float,
+    au: float | None = None,
 ) -> str:
-    if kept >= 1.0:
+    if (au is not None and au >= AU_TARGET) or (au is None and kept >= 1.0):
         return "the step: the GPU computes, the loader keeps up"
     if feed.startswith("nvjpeg"):
         nvjpeg = gpu[gpu["variant"] == "decode-nvjpeg-batched"]

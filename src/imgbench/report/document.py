@@ -14,6 +14,7 @@ import pandas as pd
 
 from imgbench.answer import Answer, answers, problems
 from imgbench.answer.decoders import DecoderRanking, decoder_rankings
+from imgbench.answer.gpu import GpuVerdict, gpu_verdict
 from imgbench.results.location import ObjectPath
 from imgbench.results.store import LoadedResults
 
@@ -31,6 +32,8 @@ class Report:
     notes: list[str] = field(default_factory=list)  # what is missing, in words
     # decoders on one thread vs inside the loader, per machine and dataset (the decoder supply)
     decoders: list[DecoderRanking] = field(default_factory=list)
+    # "is the GPU waiting?", first, where the rows hold the gpu part (docs/gpu.md)
+    gpu: GpuVerdict | None = None
     created_utc: datetime = field(default_factory=lambda: datetime.now(UTC))
 
     @property
@@ -48,6 +51,7 @@ def build_report(frame: pd.DataFrame, loaded: LoadedResults, source: str) -> Rep
         runs=sorted(frame["run_id"].dropna().astype(str).unique()) if not frame.empty else [],
         unreadable=list(loaded.skipped),
         decoders=decoder_rankings(frame) if not frame.empty else [],
+        gpu=gpu_verdict(frame) if not frame.empty else None,
     )
     if not loaded.files and not loaded.skipped:
         report.notes.append(f"no result files in {source}: {BENCH_HINT}")

@@ -184,6 +184,10 @@ def render_html(report: Report) -> str:
             )
             + "</ul>"
         )
+    if report.gpu is not None:
+        title, *rest = report.gpu.lines()
+        body.append(f"<h2>{escape(title)}</h2>")
+        body.append("<ul>" + "".join(f"<li>{escape(line)}</li>" for line in rest) + "</ul>")
     body.extend(_answer(answer) for answer in report.answers)
     body.extend(_decoders(ranking) for ranking in report.decoders)
     if not report.problems.empty:

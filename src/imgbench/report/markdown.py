@@ -112,6 +112,9 @@ def render_markdown(report: Report) -> str:
     lines += [f"- unreadable, left out: `{p}`: {reason}" for p, reason in report.unreadable]
     if report.notes or report.unreadable:
         lines.append("")
+    if report.gpu is not None:
+        title, *rest = report.gpu.lines()
+        lines += [f"### {title}", "", *(f"- {line}" for line in rest), ""]
     for answer in report.answers:
         lines += _answer(answer)
     for ranking in report.decoders:
