@@ -282,14 +282,11 @@ def _step_workload(params: dict[str, Any]) -> Workload:
     import torch
 
     from imgbench.gpu.device import synchronize
-    from imgbench.gpu.step import MODEL_KIND, TrainStep
+    from imgbench.gpu.step import MODEL_KIND, step_and_batch
 
     device = torch.device(params["device"])
     batch = int(params["batch_size"])
-    side = int(params.get("side", SIDE))
-    step = TrainStep(params["model"], device)
-    images = torch.randn(batch, 3, side, side, device=device)
-    labels = torch.randint(0, 1000, (batch,), device=device)
+    step, images, labels = step_and_batch(params, SIDE)
     problem = step.check(images, labels)
     if problem:
         raise RuntimeError(f"{params['model']}: {problem}")

@@ -62,7 +62,7 @@ def prepare_feed(ctx: CaseContext, case: Case) -> Workload:
 
     from imgbench.gpu.device import device_name
     from imgbench.gpu.feeds import AU_TARGET, FEEDS, SIDE
-    from imgbench.gpu.step import StepCompute, TrainStep, cached_rate
+    from imgbench.gpu.step import StepCompute, cached_rate, step_and_batch
     from imgbench.loaders.checks import BatchExpectation, check_batch, known_labels
     from imgbench.loaders.run import LoaderRun
 
@@ -70,9 +70,7 @@ def prepare_feed(ctx: CaseContext, case: Case) -> Workload:
     device = torch.device(params["device"])
     batch = int(params["batch_size"])
     side = int(params.get("side", SIDE))
-    step = TrainStep(params["model"], device)
-    images = torch.randn(batch, 3, side, side, device=device)
-    labels = torch.randint(0, 1000, (batch,), device=device)
+    step, images, labels = step_and_batch(params, SIDE)
     step_rate = cached_rate(step, images, labels, int(params.get("cached_steps", CACHED_STEPS)))
     del images, labels
     feed = build_feed(ctx, params)

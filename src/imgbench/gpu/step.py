@@ -70,6 +70,19 @@ class TrainStep:
         return None
 
 
+def step_and_batch(params: dict[str, Any], side: int) -> tuple[TrainStep, Any, Any]:
+    """A case's step (``params``: model, device, batch_size, side) and one random batch on its
+    device: what the cached-step rows time and what the feed rows' own step rate is measured on."""
+    import torch
+
+    step = TrainStep(params["model"], params["device"])
+    batch = int(params["batch_size"])
+    side = int(params.get("side", side))
+    images = torch.randn(batch, 3, side, side, device=step.device)
+    labels = torch.randint(0, 1000, (batch,), device=step.device)
+    return step, images, labels
+
+
 def cached_rate(
     step: TrainStep, images: Any, labels: Any, steps: int, warmup: int | None = None
 ) -> float:
