@@ -26,7 +26,8 @@ def summarise(frame: pd.DataFrame) -> str:
     """A few lines a person reads first; missing parts say why (skipped, failed, not run)."""
     lines: list[str] = []
     gpu = frame[frame["library"] == "gpu"]
-    if not gpu.empty:  # a rerun's row replaces the earlier one of its case (a failed part rerun)
+    if not gpu.empty and {"created_utc", "case_id"} <= set(gpu.columns):
+        # a rerun's row replaces the earlier one of its case (a failed part run again)
         gpu = gpu.sort_values("created_utc", kind="stable").groupby("case_id").tail(1)
     ok = gpu[gpu["status"] == "ok"]
     if gpu.empty:
