@@ -67,8 +67,9 @@ def test_default_profile_sweeps_s3_tar_with_au_and_keeps_local_ids() -> None:
     # local cases: the ids they had, storage only as a row column, no service
     local = [c for c in cases if c not in s3]
     assert all("storage" not in c.params and not c.services for c in local)
-    # (the copy-on-access experiment reads an index, not a store: no storage column)
-    readers = [c for c in local if c.library != "cow-experiment"]
+    # (the copy-on-access experiment reads an index, not a store, and the gpu rows' feeds are
+    # the DataLoader's own files: no storage column)
+    readers = [c for c in local if c.library not in ("cow-experiment", "gpu")]
     assert {dict(c.columns)["storage"] for c in readers} == {"local"}
     ids = {c.case_id for c in local}
     assert LOCAL_ID_0 in ids and LOCAL_AU_ID_2 in ids

@@ -170,7 +170,13 @@ def test_a_bursty_workload_warms_up_and_times_rounds_across_several_bursts() -> 
         return Workload(items=list(range(4)), fn=bursts, min_round_s=0.3)
 
     case = Case(stage="loader", library="toy", variant="bursts", prepare=prepare)  # type: ignore[arg-type]
-    ctx = SimpleNamespace(settings=Settings(rounds=3, warmup_rounds=1, min_round_s=0.02))
+    # the parts of a CaseContext run_case uses (no dataset: the workload draws no sample)
+    ctx = SimpleNamespace(
+        settings=Settings(rounds=3, warmup_rounds=1, min_round_s=0.02),
+        drawn={},
+        sample_columns=dict,
+        sample_notes=list,
+    )
     m = run_case(case, ctx, HostGate())  # type: ignore[arg-type]
     assert m.min_round_s == 0.3  # the workload's floor, above the profile's
     # warm-up of >= 0.3 s: ~15 passes, one gap every other pass, so ~20 ms a pass on average
