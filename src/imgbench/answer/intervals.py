@@ -5,8 +5,8 @@ from its timed rounds (``images_per_round / samples_s``: a distribution-free int
 median) and, because one session's rounds see one draw of the host's state, is widened by the
 spread the project measured for that kind of case between sessions (``RUN_TO_RUN_CV``). Where a
 case has several runs in the rows, their own spread replaces the table's. Rows of the head-to-head
-final are not widened: their rounds are interleaved with every other candidate's, so they already
-sample the host states each candidate saw (docs/dashboard.md, "The answer's intervals").
+final are widened as loader rows are: their interleaved rounds share the host's states between the
+candidates, but one final is one session (docs/dashboard.md, "The answer's intervals").
 """
 
 from __future__ import annotations
@@ -32,7 +32,6 @@ RUN_TO_RUN_CV: dict[tuple[str, str], float] = {
     ("read", "any"): 0.02,  # decoders: within 2.4% between sessions
     ("augment", "any"): 0.02,  # augmentation on in-memory arrays: within 2.4% (quiet hour)
     ("format", "any"): 0.05,  # format writes 5-9%, byte reads 4.1-7.5%
-    ("final", "any"): 0.0,  # interleaved rounds already see every host state
 }
 DEFAULT_CV = 0.05  # any other stage: the loaders' figure, the conservative one
 MIN_RUNS_FOR_OWN_SPREAD = 3  # a case's own runs replace the table from three runs on
@@ -40,7 +39,10 @@ MIN_RUNS_FOR_OWN_SPREAD = 3  # a case's own runs replace the table from three ru
 
 def run_to_run_cv(stage: str, workers: int) -> float:
     """The measured between-session spread for a case of ``stage`` (see ``RUN_TO_RUN_CV``)."""
-    if stage == "loader":
+    # a final's rows are loader cases measured in one session: interleaving evens the host's
+    # states out between its candidates, not the session's own draw (four finals' picks agreed in
+    # 2 of 4 unwidened, 4 of 4 widened; lab/journal.md, 2026-11-27)
+    if stage in ("loader", "final"):
         return RUN_TO_RUN_CV[("loader", "workers" if workers > 0 else "no workers")]
     return RUN_TO_RUN_CV.get((stage, "any"), DEFAULT_CV)
 
