@@ -11,7 +11,7 @@ tests/export/test_parts.py checks every entry decodes as its adapter does.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from imgbench.export.copied import definition
 
@@ -21,6 +21,7 @@ class DecoderCode:
     imports: tuple[str, ...]
     code: str  # defines ``decode(data: bytes)``
     policy: bool = False  # uses ``to_rgb8`` (copied from imgbench.readers.pixels)
+    torch_hwc: bool = False  # uses ``_tensor``/``_hwc`` (copied from imgbench.readers.torchvision)
 
 
 _PILLOW = DecoderCode(
@@ -42,19 +43,24 @@ def decode(data: bytes) -> Image.Image:
         return image.convert("RGB")
 ''',
 )
-_TORCH_HWC = """
+# the torch family's bytes -> tensor and CHW -> HWC, copied from imgbench's adapter when the
+# module is written (decoder_code); the warning filter is the adapter's module-level call
+_TORCH_WARNINGS = """
 # bytes are read-only: torch warns that it cannot write to them, and it never does
 warnings.filterwarnings("ignore", message="The given buffer is not writable", category=UserWarning)
-
-
-def _tensor(data: bytes) -> torch.Tensor:
-    return torch.frombuffer(data, dtype=torch.uint8)
-
-
-def _hwc(chw: torch.Tensor) -> np.ndarray:
-    array = chw.permute(1, 2, 0).contiguous().numpy()
-    return array if array.dtype == np.uint8 else to_rgb8(array)
 """
+
+
+def _torch_family(import_line: str, doc: str, call: str) -> DecoderCode:
+    """A torchvision/torchcodec decode: ``call`` on ``_tensor(data)``, through ``_hwc``."""
+    code = f'''
+
+def decode(data: bytes) -> np.ndarray:
+    """{doc}, CHW to a contiguous HWC array."""
+    return _hwc({call})
+'''
+    return DecoderCode(("import warnings", import_line), code, policy=True, torch_hwc=True)
+
 
 DECODERS: dict[str, DecoderCode] = {
     "pillow/open-convert": _PILLOW,
@@ -160,49 +166,25 @@ def decode(data: bytes) -> np.ndarray:
 ''',
         policy=True,
     ),
-    "torchvision/decode-image": DecoderCode(
-        ("import warnings", "from torchvision.io import ImageReadMode, decode_image"),
-        _TORCH_HWC
-        + '''
-
-def decode(data: bytes) -> np.ndarray:
-    """torchvision.io.decode_image(mode=RGB), CHW to a contiguous HWC array."""
-    return _hwc(decode_image(_tensor(data), mode=ImageReadMode.RGB))
-''',
-        policy=True,
+    "torchvision/decode-image": _torch_family(
+        "from torchvision.io import ImageReadMode, decode_image",
+        "torchvision.io.decode_image(mode=RGB)",
+        "decode_image(_tensor(data), mode=ImageReadMode.RGB)",
     ),
-    "torchvision/decode-jpeg": DecoderCode(
-        ("import warnings", "from torchvision.io import ImageReadMode, decode_jpeg"),
-        _TORCH_HWC
-        + '''
-
-def decode(data: bytes) -> np.ndarray:
-    """torchvision.io.decode_jpeg(mode=RGB), CHW to a contiguous HWC array."""
-    return _hwc(decode_jpeg(_tensor(data), mode=ImageReadMode.RGB))
-''',
-        policy=True,
+    "torchvision/decode-jpeg": _torch_family(
+        "from torchvision.io import ImageReadMode, decode_jpeg",
+        "torchvision.io.decode_jpeg(mode=RGB)",
+        "decode_jpeg(_tensor(data), mode=ImageReadMode.RGB)",
     ),
-    "torchcodec/decode-image": DecoderCode(
-        ("import warnings", "from torchcodec.decoders import decode_image"),
-        _TORCH_HWC
-        + '''
-
-def decode(data: bytes) -> np.ndarray:
-    """torchcodec.decoders.decode_image(mode=RGB), CHW to a contiguous HWC array."""
-    return _hwc(decode_image(_tensor(data), mode="RGB", output_dtype="auto"))
-''',
-        policy=True,
+    "torchcodec/decode-image": _torch_family(
+        "from torchcodec.decoders import decode_image",
+        "torchcodec.decoders.decode_image(mode=RGB)",
+        'decode_image(_tensor(data), mode="RGB", output_dtype="auto")',
     ),
-    "torchcodec/decode-jpeg": DecoderCode(
-        ("import warnings", "from torchcodec.decoders import decode_jpeg"),
-        _TORCH_HWC
-        + '''
-
-def decode(data: bytes) -> np.ndarray:
-    """torchcodec.decoders.decode_jpeg(mode=RGB), CHW to a contiguous HWC array."""
-    return _hwc(decode_jpeg(_tensor(data), mode="RGB"))
-''',
-        policy=True,
+    "torchcodec/decode-jpeg": _torch_family(
+        "from torchcodec.decoders import decode_jpeg",
+        "torchcodec.decoders.decode_jpeg(mode=RGB)",
+        'decode_jpeg(_tensor(data), mode="RGB")',
     ),
     "ajpegli/imdecode": DecoderCode(
         ("import ajpegli",),
@@ -238,7 +220,13 @@ def decoder_code(key: str, pil_recipe: bool) -> DecoderCode:
     """The code of the reader ``key``; KeyError when it has no export template."""
     if pil_recipe and key.split("/")[0] in ("pillow", "pillow-simd"):
         return PILLOW_NATIVE
-    return DECODERS[key]
+    code = DECODERS[key]
+    if not code.torch_hwc:
+        return code
+    copied = "\n\n\n".join(
+        definition("imgbench.readers.torchvision", name) for name in ("_tensor", "_hwc")
+    )
+    return replace(code, code=f"{_TORCH_WARNINGS}\n\n{copied}\n{code.code}", torch_hwc=False)
 
 
 def policy_code() -> str:

@@ -50,7 +50,8 @@ def hold_final(
 ) -> FinalResult:
     """Choose, measure and write the final of ``rows`` (one session's loader rows)."""
     choice = ProfileChoice(profile)
-    plan = choice.resolve().plan(FinalPlan)
+    resolved = choice.resolve()
+    plan = resolved.plan(FinalPlan)
     if plan.blocks < 1:
         return FinalResult(None, [f"final: the {profile} profile holds none (final.blocks = 0)"])
     selection = choose(rows, plan)
@@ -67,12 +68,12 @@ def hold_final(
     )
 
     def write(contest: Contest, manager: Manager) -> None:
-        rows_now = final_rows(contest, manager, run, choice)
+        rows_now = final_rows(contest, manager, run)
         if rows_now:
             location.write_table(file_name, rows_table(rows_now))
 
     contest, manager = measure_final(
-        selection.candidates, choice, dataset, resolve(choice.resolve()), plan, write, say
+        selection.candidates, choice, resolved, dataset, resolve(resolved), plan, write, say
     )
     try:
         write(contest, manager)

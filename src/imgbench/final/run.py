@@ -20,7 +20,7 @@ from imgbench.measure.rounds import Measurement, pool
 from imgbench.measure.rows import RunHeader, case_listing, case_row
 from imgbench.measure.server import profile_imports
 from imgbench.measure.settings import Settings
-from imgbench.profiles import ProfileChoice
+from imgbench.profiles import Profile, ProfileChoice
 from imgbench.stages import session_cases
 
 STAGE = "final"
@@ -36,6 +36,7 @@ class Contest:
     """What the final measured so far: each candidate's blocks, and why one dropped out."""
 
     candidates: list[Candidate]
+    cases: dict[str, Case] = field(default_factory=dict)  # the planned case of each candidate
     parts: dict[str, list[Measurement]] = field(default_factory=dict)
     wall_s: dict[str, float] = field(default_factory=dict)
     dropped: dict[str, str] = field(default_factory=dict)  # case_id -> status: reason
@@ -50,6 +51,7 @@ def final_settings(settings: Settings, plan: FinalPlan) -> Settings:
 def measure_final(
     candidates: list[Candidate],
     choice: ProfileChoice,
+    profile: Profile,
     dataset: str,
     settings: Settings,
     plan: FinalPlan,
@@ -58,19 +60,19 @@ def measure_final(
 ) -> tuple[Contest, Manager]:
     """Measure the candidates in ``plan.blocks`` shuffled blocks. ``on_block`` runs after each
     block (the caller writes the rows so far: a stopped final loses at most one block). The
-    manager is returned open for the rows' dataset; the caller closes it."""
-    profile = choice.resolve()
-    cases = {c.case_id: c for c in session_cases("loader", choice, settings, profile)}
+    manager is returned open for the rows' dataset; the caller closes it. ``profile`` is
+    ``choice`` resolved."""
+    planned = {c.case_id: c for c in session_cases("loader", choice, settings, profile)}
     contest = Contest(candidates)
-    chosen: list[Case] = []
     for candidate in candidates:
-        case = cases.get(candidate.case_id)
+        case = planned.get(candidate.case_id)
         if case is None:
             contest.dropped[candidate.case_id] = (
                 "skipped: the profile no longer plans this case (the matrix ran another version)"
             )
         else:
-            chosen.append(case)
+            contest.cases[case.case_id] = case
+    chosen = list(contest.cases.values())
     measuring = final_settings(settings, plan)
     preload = profile_imports(profile, "main") if measuring.worker_imports == "profile" else ()
     if measuring.worker_imports != "profile":
@@ -101,20 +103,13 @@ def measure_final(
     return contest, manager
 
 
-def final_rows(
-    contest: Contest,
-    manager: Manager,
-    run: RunHeader,
-    choice: ProfileChoice,
-) -> list[dict[str, Any]]:
+def final_rows(contest: Contest, manager: Manager, run: RunHeader) -> list[dict[str, Any]]:
     """One row per candidate: its blocks pooled (ok), or why it has none (skipped/failed)."""
-    profile = choice.resolve()
-    cases = {c.case_id: c for c in session_cases("loader", choice, manager.settings, profile)}
     ctx = manager.loaded_context
     dataset: Any = ctx.dataset if ctx is not None else manager.dataset
     rows = []
     for candidate in contest.candidates:
-        case = cases.get(candidate.case_id)
+        case = contest.cases.get(candidate.case_id)
         if case is None:
             continue
         parts = contest.parts.get(case.case_id, [])
