@@ -35,7 +35,7 @@ MXNET_ENV := .venvs/mxnet/.imgbench-env-built
 # other jobs ran). make test goes on when its build fails: its tests skip, naming the command
 AX_ENV := .venvs/albumentationsx/.imgbench-env-built
 
-.PHONY: setup bench test test-parallel lint format clean-results mosaic-env mosaic-env-or-skip \
+.PHONY: setup bench test test-envs test-parallel lint format clean-results mosaic-env mosaic-env-or-skip \
   mxnet-env mxnet-env-or-skip albumentationsx-env albumentationsx-env-or-skip
 
 setup: $(STAMP)
@@ -92,7 +92,14 @@ albumentationsx-env-or-skip: setup
 	@$(MAKE) --no-print-directory $(AX_ENV) || { rm -rf .venvs/albumentationsx; \
 	  echo "warning: the albumentationsx env did not build; its tests skip (make albumentationsx-env to retry)"; }
 
-test: setup $(TF_ENV) mosaic-env-or-skip mxnet-env-or-skip albumentationsx-env-or-skip
+# the isolated environments make test needs, built at once (their pip downloads and installs
+# overlap; `imgbench run` builds a run's missing ones at once too)
+TEST_ENVS := $(TF_ENV) mosaic-env-or-skip mxnet-env-or-skip albumentationsx-env-or-skip
+
+test-envs: setup
+	@$(MAKE) --no-print-directory -j4 $(TEST_ENVS)
+
+test: test-envs
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	scripts/typecheck.sh $(VENV)/bin/mypy
@@ -102,7 +109,7 @@ test: setup $(TF_ENV) mosaic-env-or-skip mxnet-env-or-skip albumentationsx-env-o
 # per worker), then the timing-sensitive ones alone (SERIAL in tests/conftest.py). Not CI's: on this
 # 2-core machine it took 12 + 2.5 min against about 14 serial, and busier CPUs made servers'
 # start-ups and timings flakier (docs/decisions.md)
-test-parallel: setup $(TF_ENV) mosaic-env-or-skip mxnet-env-or-skip albumentationsx-env-or-skip
+test-parallel: test-envs
 	$(VENV)/bin/pytest tests/ -p no:cacheprovider --durations=25 --timeout=900 -m "not serial" -n 2 --dist loadfile
 	$(VENV)/bin/pytest tests/ -p no:cacheprovider --durations=15 --timeout=900 -m serial
 

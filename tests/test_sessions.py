@@ -1,6 +1,9 @@
 """How `imgbench run` splits a profile into pytest sessions."""
 
+from collections.abc import Callable
 from pathlib import Path
+
+import pytest
 
 from imgbench.profiles import get_profile
 from imgbench.sessions import combined_exit_code, plan_sessions
@@ -129,3 +132,45 @@ def test_counting_instructions_runs_the_main_environment_without_allocator_sessi
         a.startswith("--imgbench-measure")
         for a in wall.args("p", get_profile("quick"), Path("o"), None)
     )
+
+
+def test_missing_environments_build_at_once_and_a_failed_one_is_named(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The run builds what it lacks in parallel before measuring; a build that fails is reported
+    (and its sessions skipped by the run), the others are built."""
+    import threading
+    import time
+
+    import imgbench.envs as envs
+    from imgbench.envs import EnvError
+    from imgbench.sessions import build_missing_environments
+
+    running: set[str] = set()
+    overlapped = threading.Event()
+    lock = threading.Lock()
+
+    def create_env(name: str, *, log: Callable[[str], None]) -> Path:
+        with lock:
+            running.add(name)
+            if len(running) > 1:
+                overlapped.set()
+        log("creating")
+        time.sleep(0.2)
+        with lock:
+            running.discard(name)
+        if name == "mxnet":
+            raise EnvError("pip install mxnet failed: no wheel")
+        return Path(name)
+
+    monkeypatch.setattr(envs, "create_env", create_env)
+    monkeypatch.setattr(envs, "is_built", lambda name: name == "tensorflow")
+    lines: list[str] = []
+    failed = build_missing_environments(
+        ["main", "pillow-simd", "tensorflow", "mxnet", "pillow-simd"], say=lines.append
+    )
+    assert failed == {"mxnet": "pip install mxnet failed: no wheel"}
+    assert overlapped.is_set()
+    assert lines[0] == "building the pillow-simd, mxnet environments at once (a few minutes, once)"
+    assert "  mxnet: creating" in lines
+    assert build_missing_environments(["main", "tensorflow"], say=lines.append) == {}

@@ -114,6 +114,7 @@ def run(
     """Run the matrix through pytest-benchmark: one session (and parquet file) per env and dataset."""
     from imgbench.results.location import ResultsLocationError, results_location
     from imgbench.sessions import (
+        build_missing_environments,
         combined_exit_code,
         plan_sessions,
         python_for_environment,
@@ -157,8 +158,23 @@ def run(
             create_envs=env_name is None,
         )
     child_env = {**os.environ, "IMGBENCH_RUN_GROUP": group}
+    unbuilt: dict[str, str] = {}
+    if env_name is None:
+        unbuilt = build_missing_environments(
+            [s.environment for s in sessions],
+            say=lambda line: console.print(f"[dim]{line}[/]", highlight=False, soft_wrap=True),
+        )
     codes = []
     for session in sessions:
+        if session.environment in unbuilt:
+            err.print(
+                f"[yellow]skipped: the {session.environment} environment did not build "
+                f"({unbuilt[session.environment]}); its cases have no rows in this run "
+                f"(retry: imgbench env create {session.environment})[/]",
+                highlight=False,
+                soft_wrap=True,
+            )
+            continue
         try:
             python = python_for_environment(
                 session.environment, create=env_name is None, say=console.print

@@ -176,6 +176,37 @@ def python_for_environment(
         raise RuntimeError(str(exc)) from None
 
 
+def build_missing_environments(
+    environments: list[str], *, say: Callable[[str], object] = print
+) -> dict[str, str]:
+    """Build, all at once and before anything is measured, the isolated environments a run
+    needs and lacks: their pip downloads, unpacking and pillow-simd's compile overlap (four on
+    a fresh clone here: about 3 min one after another, docs/decisions.md gives the figure at
+    once). Returns {environment: why it did not build}; the run goes on without those."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from imgbench.envs import EnvError, create_env, is_built
+
+    missing = [e for e in dict.fromkeys(environments) if e != "main" and not is_built(e)]
+    if not missing:
+        return {}
+    say(f"building the {', '.join(missing)} environments at once (a few minutes, once)")
+
+    def build(name: str) -> str | None:
+        def log(line: str) -> None:
+            say(f"  {name}: {line}")
+
+        try:
+            create_env(name, log=log)
+        except EnvError as exc:
+            return str(exc)
+        return None
+
+    with ThreadPoolExecutor(max_workers=len(missing)) as pool:
+        problems = dict(zip(missing, pool.map(build, missing), strict=True))
+    return {name: why for name, why in problems.items() if why is not None}
+
+
 def run_session(args: list[str], env: dict[str, str]) -> int:
     """Run one session and return its exit code; a SIGTERM or SIGHUP sent to `imgbench run` is
     passed on to it (Ctrl-C reaches it anyway, in the terminal's foreground group), so stopping
