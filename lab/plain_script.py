@@ -11,7 +11,10 @@ training-script loader (``PLAIN``, no imgbench import, run in a fresh process of
 venv) over the WHOLE folder: an ``ImageFolder``-style walk of the dataset's root, the decoder as
 users call it on a path, the train recipe written out (the parameters of imgbench's adapters,
 filled in as literals), ``torch.utils.data.DataLoader`` with the row's workers, batch size,
-prefetch, persistence, start method and ``shuffle=True`` epochs. Both sides run one thread per
+prefetch, persistence, start method, and long epochs (``--epoch-passes`` reshuffled passes
+over the folder through ``RandomSampler(num_samples=...)``: a small folder's own epochs would
+drain the workers every few batches, which a large dataset does not; ``--also-short-epochs``
+measures that too). Both sides run one thread per
 process (the rows' ``threads=1``; DataLoader workers pin OpenCV to one), under the same
 allocator environment and address layout (``setarch -R`` where the settings fix the layout).
 
@@ -74,7 +77,7 @@ for name in C["thread_env"]:  # one thread per process, as the row
 
 import numpy as np
 import torch
-from torch.utils.data import DataLoader, Dataset
+from torch.utils.data import DataLoader, Dataset, RandomSampler
 
 EXTENSIONS = (".jpg", ".jpeg", ".png", ".webp", ".bmp", ".tif", ".tiff")
 MEAN, STD = @MEAN@, @STD@
@@ -193,10 +196,13 @@ def main():
         )
         if "in_order" in C:
             kwargs["in_order"] = C["in_order"]
+    if C["epoch_passes"] > 1:  # a long epoch, as on a large dataset: reshuffled passes, one iterator
+        kwargs["sampler"] = RandomSampler(dataset, num_samples=C["epoch_passes"] * len(dataset))
+    else:  # an epoch is the folder: the DataLoader drains and restarts at every boundary
+        kwargs["shuffle"] = True
     loader = DataLoader(
         dataset,
         batch_size=C["batch_size"],
-        shuffle=True,
         num_workers=workers,
         drop_last=True,
         **kwargs,
@@ -268,8 +274,11 @@ def plain_problem(case: Case) -> str | None:
     return None
 
 
-def plain_config(case: Case, root: Path, settings: Settings, rounds: int) -> dict[str, Any]:
-    """What the plain script needs of ``case``: the row's loader settings over ``root``."""
+def plain_config(
+    case: Case, root: Path, settings: Settings, rounds: int, epoch_passes: int
+) -> dict[str, Any]:
+    """What the plain script needs of ``case``: the row's loader settings over ``root``, with
+    epochs of ``epoch_passes`` reshuffled passes over the folder (1: the folder's length)."""
     params = case.params
     augment, _, recipe = str(params["pipeline"]).partition(":")
     workers = int(params.get("workers") or 0)
@@ -289,6 +298,7 @@ def plain_config(case: Case, root: Path, settings: Settings, rounds: int) -> dic
         "warmup_batches": settings.warmup_rounds * batches
         + workers * int(params.get("prefetch_factor") or 0),
         "rounds": rounds,
+        "epoch_passes": epoch_passes,
         "thread_env": list(THREAD_ENV_VARS),
     }
     if "in_order" in params:
@@ -348,6 +358,18 @@ def main() -> None:
     parser.add_argument("--pairs", type=int, default=3, help="imgbench then plain, this often")
     parser.add_argument("--plain-rounds", type=int, default=10, help="timed rounds per plain run")
     parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE")
+    parser.add_argument(
+        "--epoch-passes",
+        type=int,
+        default=64,
+        help="the plain script's epoch: this many reshuffled passes over the folder in one "
+        "iterator (RandomSampler(num_samples=...)), as a large dataset's epoch; 1: the folder",
+    )
+    parser.add_argument(
+        "--also-short-epochs",
+        action="store_true",
+        help="after each plain run, one more with --epoch-passes 1 (what the epoch boundary costs)",
+    )
     args = parser.parse_args()
     choice = ProfileChoice(args.profile)
     profile = choice.resolve()
@@ -389,9 +411,11 @@ def compare(
     """``args.pairs`` imgbench runs, each followed by a plain run; the table's line."""
     if config.unsupported:
         return config.name, f"n/a: {config.unsupported}"
-    plain = plain_config(config.case, root, settings, args.plain_rounds)
+    plain = plain_config(config.case, root, settings, args.plain_rounds, args.epoch_passes)
+    short = plain_config(config.case, root, settings, args.plain_rounds, 1)
     ours: list[float] = []
     theirs: list[float] = []
+    shorts: list[float] = []
     for pair in range(args.pairs):
         outcome = manager.measure(config.case)
         if not isinstance(outcome, Measurement):
@@ -399,10 +423,14 @@ def compare(
         ours.append(float(outcome.metrics()["images_per_s_median"]))
         result = run_plain(script, plain, settings)
         theirs.append(statistics.median(result["images_per_s"]))
+        also = ""
+        if args.also_short_epochs:
+            shorts.append(statistics.median(run_plain(script, short, settings)["images_per_s"]))
+            also = f", plain with folder-length epochs {shorts[-1]:.1f}"
         print(
             f"{config.name}, pair {pair + 1}: imgbench {ours[-1]:.1f} images/s "
             f"({outcome.extra.get('images_in_pool')} images), plain {theirs[-1]:.1f} "
-            f"({result['images']} images)",
+            f"({result['images']} images, epochs of {args.epoch_passes} passes){also}",
             flush=True,
         )
     ratio = statistics.median(ours) / statistics.median(theirs)
@@ -412,6 +440,9 @@ def compare(
         f"{statistics.median(ours):16.1f} {statistics.median(theirs):14.1f} "
         f"{ratio:7.3f} {paired:7.3f}   ({runs})"
     )
+    if shorts:
+        short_ratio = statistics.median(ours) / statistics.median(shorts)
+        line += f"; folder-length epochs {statistics.median(shorts):.1f}, ratio {short_ratio:.3f}"
     return config.name, line
 
 
