@@ -170,12 +170,15 @@ def test_a_bursty_workload_warms_up_and_times_rounds_across_several_bursts() -> 
         return Workload(items=list(range(4)), fn=bursts, min_round_s=0.3)
 
     case = Case(stage="loader", library="toy", variant="bursts", prepare=prepare)  # type: ignore[arg-type]
-    # the parts of a CaseContext run_case uses (no dataset: the workload draws no sample)
+    # the parts of a CaseContext run_case uses (the workload draws no sample; a loader row
+    # names the disk under the dataset's root)
     ctx = SimpleNamespace(
         settings=Settings(rounds=3, warmup_rounds=1, min_round_s=0.02),
         drawn={},
         sample_columns=dict,
         sample_notes=list,
+        dataset=SimpleNamespace(manifest=SimpleNamespace(root=str(ROOT))),
+        has_scratch=lambda: False,
     )
     m = run_case(case, ctx, HostGate())  # type: ignore[arg-type]
     assert m.min_round_s == 0.3  # the workload's floor, above the profile's

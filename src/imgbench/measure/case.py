@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from imgbench.library import missing_module, wrong_environment
@@ -46,6 +47,9 @@ class Workload:
     # one burst or one gap. Its warm-up then lasts this long too, and the rounds are sized from
     # the mean warm pass (the fastest pass of a bursty loader is a burst)
     min_round_s: float = 0.0
+    # the path the rounds read from disk, when it is not what the engine assumes (the dataset's
+    # root, or the session's scratch folder for a built store): its device goes in the row
+    storage_path: Path | None = None
 
     @property
     def images_per_round(self) -> int:

@@ -174,6 +174,10 @@ class CaseContext:
             lambda: [(e, self.path(e).read_bytes()) for e in sample.entries],
         )
 
+    def has_scratch(self) -> bool:
+        """Whether this session made its scratch folder (built a store) in this process."""
+        return self._scratch is not None and self._scratch.is_dir()
+
     def scratch_dir(self) -> Path:
         """This session's folder for built inputs, on the dataset's disk (never tmpfs)."""
         if self._scratch is None or not self._scratch.is_dir():

@@ -39,6 +39,7 @@ from imgbench.measure.knob import extra_work_for, with_extra_work
 from imgbench.measure.memory import peak_rss_bytes, reset_peak_rss
 from imgbench.measure.seeds import seed_everything
 from imgbench.measure.settings import Settings
+from imgbench.measure.storage import IoMeter, storage_facts
 from imgbench.measure.threads import ThreadSettings, current_settings, thread_limits
 
 
@@ -235,25 +236,33 @@ MAX_ROUND_FACTOR = 4  # a case never times more than this many times its rounds
 MAX_CASE_ROUNDS = 200  # min_case_s never keeps more rounds than this
 
 
-def _one_round(workload: Workload, gate: HostGate) -> tuple[float, list[float], float]:
-    """One timed round bracketed by host probes: (seconds, per-item latencies, host ratio)."""
+def _one_round(
+    workload: Workload, gate: HostGate, meter: IoMeter | None = None
+) -> tuple[float, list[float], float]:
+    """One timed round bracketed by host probes: (seconds, per-item latencies, host ratio);
+    ``meter`` brackets the timed part with the disk's counters."""
     if workload.before_round is not None:
         workload.before_round()
     before = gate.probe()
-    if workload.self_timed:  # a tool that times itself: its durations are the samples
-        latencies = [float(workload.fn(item)) for item in workload.items]
-        seconds = sum(latencies)
-    else:
-        latencies = []
-        start = time.perf_counter()
-        _timed_round(workload, latencies)
-        seconds = time.perf_counter() - start
+    with meter or IoMeter(None):
+        if workload.self_timed:  # a tool that times itself: its durations are the samples
+            latencies = [float(workload.fn(item)) for item in workload.items]
+            seconds = sum(latencies)
+        else:
+            latencies = []
+            start = time.perf_counter()
+            _timed_round(workload, latencies)
+            seconds = time.perf_counter() - start
     after = gate.probe()
     return seconds, latencies, gate.ratio(max(before, after))
 
 
 def timed_rounds(
-    workload: Workload, rounds: int, gate: HostGate, min_case_s: float = 0.0
+    workload: Workload,
+    rounds: int,
+    gate: HostGate,
+    min_case_s: float = 0.0,
+    meter: IoMeter | None = None,
 ) -> Rounds:
     """Time ``rounds`` rounds, re-timing those the host slowed (imgbench.measure.host), then
     more quiet ones until the kept rounds add up to ``min_case_s``.
@@ -275,11 +284,11 @@ def timed_rounds(
                 break
             if not gate.quiet(timed[-1][2]):  # still slow: probe until it quiets, not rounds
                 waited += gate.wait_for_quiet(max(0.0, deadline - time.perf_counter()))
-        timed.append(_one_round(workload, gate))
+        timed.append(_one_round(workload, gate, meter))
         quiet += gate.quiet(timed[-1][2])
     order = sorted(range(len(timed)), key=lambda i: (not gate.quiet(timed[i][2]), timed[i][2]))
     kept = sorted(order[:rounds])
-    _until_case_minimum(workload, gate, min_case_s, timed, kept)
+    _until_case_minimum(workload, gate, min_case_s, timed, kept, meter)
     return Rounds(
         samples_s=[timed[i][0] for i in kept],
         latencies_s=[lat for i in kept for lat in timed[i][1]],
@@ -295,6 +304,7 @@ def _until_case_minimum(
     min_case_s: float,
     timed: list[tuple[float, list[float], float]],
     kept: list[int],
+    meter: IoMeter | None = None,
 ) -> None:
     """Time more rounds, keeping the quiet ones, until the kept rounds last ``min_case_s``, for
     at most twice the time missing (half the rounds may be slow), or until ``MAX_CASE_ROUNDS``
@@ -305,7 +315,7 @@ def _until_case_minimum(
         return
     stop_at = time.perf_counter() + 2 * (min_case_s - kept_s)
     while kept_s < min_case_s and len(kept) < MAX_CASE_ROUNDS and time.perf_counter() < stop_at:
-        timed.append(_one_round(workload, gate))
+        timed.append(_one_round(workload, gate, meter))
         if gate.quiet(timed[-1][2]):
             kept.append(len(timed) - 1)
             kept_s += timed[-1][0]
@@ -351,6 +361,7 @@ def run_case(
                 instructions_dir=instructions_dir,
                 fixed_repeats=fixed_repeats,
                 label=case.case_id,
+                storage=storage_path(case, ctx, workload),
             )
         finally:
             if workload.close is not None:
@@ -361,6 +372,26 @@ def run_case(
     if notes := ctx.sample_notes():
         measurement.extra["sample"] = "; ".join(notes)
     return measurement
+
+
+DISK_STAGES = ("read", "format", "loader")  # stages whose rows say which disk they read
+
+
+def storage_path(case: Case, ctx: CaseContext, workload: Workload) -> Path | None:
+    """Where the case reads from disk: the workload's own ``storage_path``, else a store in the
+    session's scratch folder (format cases, loaders of a built format), else the dataset's root;
+    None for stages that read no disk and for S3 cases (their data sits behind the server)."""
+    if workload.storage_path is not None:
+        return workload.storage_path
+    if case.stage not in DISK_STAGES or "s3" in (
+        case.columns.get("storage"),
+        case.params.get("storage"),
+    ):
+        return None
+    store = case.stage == "format" or case.params.get("format") not in (None, "files")
+    if store and ctx.has_scratch():
+        return ctx.scratch_dir()
+    return Path(ctx.dataset.manifest.root)
 
 
 def _extra(workload: Workload) -> dict[str, Any]:
@@ -374,9 +405,13 @@ def time_workload(
     instructions_dir: Path | None = None,
     fixed_repeats: int | None = None,
     label: str = "workload",
+    storage: Path | None = None,
 ) -> Measurement:
     """The rounds engine: warm up, calibrate, then time the settings' rounds of a prepared
-    workload (a case's, or a user's own loader in ``imgbench profile``); the caller closes it."""
+    workload (a case's, or a user's own loader in ``imgbench profile``); the caller closes it.
+
+    With ``storage`` (the path the case reads), the row gets that disk's facts and its
+    /proc/diskstats deltas over the timed rounds (:mod:`imgbench.measure.storage`)."""
     rounds, warmup_rounds = settings.rounds, settings.warmup_rounds
     threads = current_settings()
     warm_pass_s: list[float] = []
@@ -404,7 +439,9 @@ def time_workload(
     minor0, major0 = page_faults()
     cold = workload.cache is not None and workload.cache.state == "cold"
     case_s = 0.0 if cold else settings.min_case_s
-    timed = timed_rounds(workload, rounds, gate, case_s)
+    facts = storage_facts(storage) if storage is not None else None
+    meter = IoMeter(facts.device if facts else None)
+    timed = timed_rounds(workload, rounds, gate, case_s, meter)
     minor1, major1 = page_faults()
     peak = peak_rss_bytes()
     images = max(1, workload.images_per_round * (len(timed.samples_s) + timed.discarded))
@@ -432,6 +469,7 @@ def time_workload(
         host_wait_s=timed.waited_s,
         host_reference_s=gate.reference_s,
         host_max_ratio=gate.max_ratio,
+        columns={**(facts.columns() if facts else {}), **meter.columns()},
     )
 
 

@@ -99,6 +99,65 @@ _FIELDS: list[tuple[str, pa.DataType, str]] = [
         "round-trip time to the object store, ms: unshaped, median TCP connect time; shaped, "
         "median round trip of small exchanges through the shaped path",
     ),
+    # the disk the case read (read, format, loader rows; imgbench.measure.storage): null where
+    # the path is on no block device the kernel lists (tmpfs, overlay) or the case reads no disk
+    (
+        "storage_device",
+        pa.string(),
+        "kernel name of the block device holding the data the case read, e.g. vda1, nvme0n1, "
+        "loop0, dm-0 (the format store's device for format rows)",
+    ),
+    ("storage_disk", pa.string(), "the whole disk of storage_device (vda for vda1), else itself"),
+    (
+        "storage_device_kind",
+        pa.string(),
+        "disk | partition | loop | device-mapper | md-raid | zram | none (no block device: "
+        "tmpfs, overlay, a network file system; storage_fs says which)",
+    ),
+    (
+        "storage_rotational",
+        pa.bool_(),
+        "the kernel's rotational flag of the whole disk (/sys/block/X/queue/rotational); virtual "
+        "disks often report true",
+    ),
+    (
+        "storage_model",
+        pa.string(),
+        "the disk's model (/sys/block/X/device/model) when the kernel knows it; a loop device's "
+        "backing file; a device-mapper target's name",
+    ),
+    ("storage_fs", pa.string(), "file system of the mount holding the data, e.g. ext4, xfs, tmpfs"),
+    (
+        "storage_mount_options",
+        pa.string(),
+        "that mount's options then its super block's, comma-separated (/proc/self/mountinfo)",
+    ),
+    (
+        "io_reads_per_s",
+        pa.float64(),
+        "iostat's r/s: reads completed by storage_device per second of the timed rounds "
+        "(device-wide: the loader's workers and anything else reading that device)",
+    ),
+    (
+        "io_read_kb_per_s",
+        pa.float64(),
+        "iostat's rkB/s: kB (1024 bytes) read from storage_device per second of the timed rounds",
+    ),
+    (
+        "io_r_await_ms",
+        pa.float64(),
+        "iostat's r_await: mean ms a read spent queued and served; null when no read completed",
+    ),
+    (
+        "io_util_pct",
+        pa.float64(),
+        "iostat's %util: share of the timed rounds' time the device had I/O in flight, percent",
+    ),
+    (
+        "io_window_s",
+        pa.float64(),
+        "seconds of timed rounds the io_ columns cover (diskstats read before and after each)",
+    ),
     ("threads", pa.int32(), "threads requested for the library; null = library default"),
     ("workers", pa.int32(), "loader workers"),
     ("batch_size", pa.int32(), ""),
