@@ -43,6 +43,7 @@ _SUBCOMMANDS: list[tuple[str, typer.Typer, str]] = [
     ("profile", app, "imgbench.profiling.cli:profile_command"),
     ("export", app, "imgbench.export.cli:export_command"),
     ("final", app, "imgbench.final.cli:final_command"),
+    ("disk", app, "imgbench.storage.cli:disk_app"),
     *((s.verify_name, verify_app, s.verify_command) for s in STAGES if s.verify_command),
 ]
 for _name, _parent, _target in _SUBCOMMANDS:

@@ -1,0 +1,15 @@
+"""A process that sets up an emulated disk, says so, and waits to be killed (tests/storage)."""
+
+from __future__ import annotations
+
+import sys
+import time
+
+from imgbench.storage.disk import emulated_disk
+from imgbench.storage.profiles import disk_profile
+
+if __name__ == "__main__":
+    with emulated_disk(disk_profile(sys.argv[1]), 64 * 2**20 * 4) as disk:
+        disk.join()
+        print(disk.mount, disk.loop, disk.group, flush=True)
+        time.sleep(120)
