@@ -10,6 +10,8 @@ from dashboard.data import is_storage_ceiling, with_json_keys
 from dashboard.intervals import summarise
 from dashboard.state import View, current_view, stage_rows
 
+from imgbench.answer.disks import disk_tables, text_table
+
 JSON_KEYS = [
     "order",
     "bytes_on_disk",
@@ -96,6 +98,9 @@ def render(view: View) -> None:
             )
         )
         st.dataframe(warm_cold(summary), hide_index=True)
+        for disk in disk_tables(reads, stages=("format",)):
+            st.caption(f"Read from **{disk.device}**: images/s beside iostat over the rounds")
+            st.dataframe(text_table(disk.table), hide_index=True)
 
     st.subheader("Write rate and size on disk")
     sizes = write_and_size(rows)

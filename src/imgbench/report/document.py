@@ -14,6 +14,7 @@ import pandas as pd
 
 from imgbench.answer import Answer, answers, problems
 from imgbench.answer.decoders import DecoderRanking, decoder_rankings
+from imgbench.answer.disks import DiskTable, disk_tables
 from imgbench.answer.gpu import GpuVerdict, gpu_verdict
 from imgbench.results.location import ObjectPath
 from imgbench.results.store import LoadedResults
@@ -34,6 +35,8 @@ class Report:
     decoders: list[DecoderRanking] = field(default_factory=list)
     # "is the GPU waiting?", first, where the rows hold the gpu part (docs/gpu.md)
     gpu: GpuVerdict | None = None
+    # per storage device: the read and format rows' images/s beside iostat's figures
+    disks: list[DiskTable] = field(default_factory=list)
     created_utc: datetime = field(default_factory=lambda: datetime.now(UTC))
 
     @property
@@ -52,6 +55,7 @@ def build_report(frame: pd.DataFrame, loaded: LoadedResults, source: str) -> Rep
         unreadable=list(loaded.skipped),
         decoders=decoder_rankings(frame) if not frame.empty else [],
         gpu=gpu_verdict(frame) if not frame.empty else None,
+        disks=disk_tables(frame),
     )
     if not loaded.files and not loaded.skipped:
         report.notes.append(f"no result files in {source}: {BENCH_HINT}")

@@ -5,6 +5,7 @@ from __future__ import annotations
 from imgbench.answer import Answer
 from imgbench.answer.decoders import DecoderRanking, workers_column
 from imgbench.answer.rows import number
+from imgbench.report.disks import disks_markdown
 from imgbench.report.document import SHOWN_CANDIDATES, Report
 
 
@@ -119,6 +120,7 @@ def render_markdown(report: Report) -> str:
         lines += _answer(answer)
     for ranking in report.decoders:
         lines += decoder_tables(ranking)
+    lines += disks_markdown(report.disks)
     if not report.problems.empty:
         lines += ["### Skipped and failed cases", "", "| status | stage | reason | cases |"]
         lines.append("|---|---|---|---:|")
