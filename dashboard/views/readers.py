@@ -90,7 +90,8 @@ def render_rankings(view: View) -> list[DecoderRanking]:
         "Left: JPEG decoded from memory on one thread (this page's rows). Right: the same "
         "decoders as the DataLoader's default pipeline (the decoder supply): best images/s over "
         "worker counts, and at each count. A decoder's place on one thread is not its place "
-        "where it runs."
+        "where it runs. Each figure has its 95% interval; 'tie' and 'within the noise': the "
+        "interval of the ratio to the other decoder reaches 1.0."
     )
     rankings = decoder_rankings(view.without("library", "threads", "codec"))
     if not rankings:
@@ -101,31 +102,16 @@ def render_rankings(view: View) -> list[DecoderRanking]:
         st.markdown(ranking.summary())
         left, right = st.columns(2)
         with left:
-            st.caption("One thread, images/s")
-            st.dataframe(
-                ranking.single,
-                hide_index=True,
-                column_config={
-                    "images_per_s": st.column_config.NumberColumn(IMAGES_PER_S, format="%.0f")
-                },
-            )
+            st.caption("One thread, images/s (95% interval)")
+            st.dataframe(ranking.single_text(), hide_index=True)
         with right:
             st.caption(
                 f"Inside the loader ({ranking.loader}, {ranking.pipeline}, batch "
-                f"{ranking.batch_size or '?'}), images/s"
+                f"{ranking.batch_size or '?'}), images/s (95% interval)"
             )
-            st.dataframe(
-                ranking.in_loader,
-                hide_index=True,
-                column_config={
-                    column: st.column_config.NumberColumn(column, format="%.0f")
-                    for column in ranking.in_loader.columns
-                    if column not in ("decoder", "rank", "best_workers")
-                },
-            )
+            st.dataframe(ranking.in_loader_text(), hide_index=True)
         lines = [
-            f"- **{label}**: " + ("; ".join(changes) if changes else "the same order")
-            for label, changes in ranking.differences.items()
+            f"- **{label}**: {ranking.difference_text(label)}" for label in ranking.differences
         ]
         if lines:
             st.markdown("Where the order differs:\n" + "\n".join(lines))

@@ -66,7 +66,12 @@ def test_two_rankings_and_where_the_order_differs() -> None:
     assert set(SUPPLY_IPS) <= set(loader.index)
     best = ranking.differences["best over worker counts"]
     assert "simplejpeg/decode: 1st on one thread, 4th in the loader" in best
-    assert "opencv/imdecode-rgb: 2nd on one thread, 1st in the loader" in best
+    # opencv/imdecode-rgb overtakes simplejpeg only: they tie on one thread (within the noise)
+    assert "opencv/imdecode-rgb: 2nd on one thread, 1st in the loader" not in " ".join(best)
+    assert (
+        "opencv/imdecode-rgb: 2nd on one thread, 1st in the loader (ties with simplejpeg/decode)"
+        in ranking.ties["best over worker counts"]
+    )
     assert "4 workers" not in ranking.differences  # one decoder there: no order
     assert ranking.summary().startswith("The order of the 4 decoders differs")
 
@@ -99,9 +104,13 @@ def test_report_shows_both_tables(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.stdout
     out = result.stdout
     assert "### Decoders: one thread vs inside the loader · ci-box" in out
-    assert re.search(r"\| 1 \| simplejpeg/decode \| [\d,]+ \|", out)  # one thread's table
-    assert re.search(r"\| 4 \| simplejpeg/decode \| [\d,]+ \| 2 \|", out)  # the loader's
-    assert "| rank | decoder | best | at workers | 0 workers | 1 worker | 2 workers |" in out
+    figure = r"[\d,]+ \([\d,]+-[\d,]+\)"
+    assert re.search(rf"\| 1 \| simplejpeg/decode \| {figure} \| fastest \|", out)  # one thread
+    assert re.search(rf"\| 4 \| simplejpeg/decode \| {figure} \| 2 \| [\d.]+x slower", out)
+    assert (
+        "| rank | decoder | best | at workers | vs the fastest | 0 workers | 1 worker | 2 workers |"
+        in out
+    )
     assert "simplejpeg/decode: 1st on one thread, 4th in the loader" in out
     html = tmp_path / "report.html"
     result = CliRunner().invoke(app, ["report", "--results", str(tmp_path), "--out", str(html)])
@@ -109,3 +118,4 @@ def test_report_shows_both_tables(tmp_path: Path) -> None:
     page = html.read_text()
     assert "<h3>One thread</h3>" in page and "<h3>Inside the loader</h3>" in page
     assert "simplejpeg/decode: 1st on one thread, 4th in the loader" in page
+    assert re.search(r"<td>[\d,]+ \([\d,]+-[\d,]+\)</td><td>fastest</td>", page)

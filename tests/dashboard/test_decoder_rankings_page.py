@@ -3,6 +3,7 @@ order differs (the tables imgbench report shows too)."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from pathlib import Path
 
@@ -19,10 +20,13 @@ def test_readers_page_ranks_decoders_both_ways(
     at = open_app(tmp_path, "readers")
     assert "One thread vs inside the loader" in texts(at, "subheader")
     frames = [d.value for d in at.dataframe]
-    single = next(f for f in frames if list(f.columns) == ["decoder", "images_per_s", "rank"])
-    loader = next(f for f in frames if "best_images_per_s" in f.columns)
+    single = next(f for f in frames if "images/s (95% interval)" in f.columns)
+    loader = next(f for f in frames if "best" in f.columns)
     assert single["decoder"].iloc[0] == "simplejpeg/decode"
+    assert single["vs the fastest"].iloc[0] == "fastest"
+    assert re.fullmatch(r"[\d,]+ \([\d,]+-[\d,]+\)", single["images/s (95% interval)"].iloc[0])
     assert loader["decoder"].iloc[-1] == "simplejpeg/decode"
+    assert re.fullmatch(r"[\d.]+x slower \([\d.]+-[\d.]+x\)", loader["vs the fastest"].iloc[-1])
     assert {"0 workers", "1 worker", "2 workers"} <= set(loader.columns)
     page = texts(at, "markdown")
     assert "The order of the 4 decoders differs" in page

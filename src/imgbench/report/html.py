@@ -12,10 +12,8 @@ from html import escape
 import altair as alt
 
 from imgbench.answer import Answer
-from imgbench.answer.decoders import DecoderRanking, workers_column
-from imgbench.answer.rows import number
+from imgbench.answer.decoders import DecoderRanking
 from imgbench.report.charts import candidates_chart, stage_times_chart
-from imgbench.report.disks import disks_html
 from imgbench.report.document import SHOWN_CANDIDATES, Report
 
 STYLE = """
@@ -121,47 +119,28 @@ def _candidates(answer: Answer) -> str:
     return _table(["configuration", "images/s", "95% interval", "role", "source", "row"], rows)
 
 
-def _ips(value: object) -> str:
-    figure = number(value)
-    return "" if figure is None else f"{figure:,.0f}"
-
-
 def _decoders(ranking: DecoderRanking) -> str:
-    """The two rankings side by side, and where their order differs."""
-    counts = [workers_column(c) for c in ranking.worker_counts]
-    single = _table(
-        ["rank", "decoder", "images/s"],
-        [
-            [str(r["rank"]), escape(str(r["decoder"])), _ips(r["images_per_s"])]
-            for r in ranking.single.to_dict("records")
-        ],
-    )
-    in_loader = _table(
-        ["rank", "decoder", "best images/s", "at workers", *counts],
-        [
-            [
-                str(r["rank"]),
-                escape(str(r["decoder"])),
-                _ips(r["best_images_per_s"]),
-                str(r["best_workers"]),
-                *(_ips(r[c]) for c in counts),
-            ]
-            for r in ranking.in_loader.to_dict("records")
-        ],
+    """The two rankings side by side, each figure with its 95% interval and its standing
+    against the fastest, and where their order differs beyond the noise."""
+    single, in_loader = (
+        _table(
+            [str(c) for c in table.columns],
+            [[escape(str(v)) for v in row] for row in table.itertuples(index=False)],
+        )
+        for table in (ranking.single_text(), ranking.in_loader_text())
     )
     where = escape(f"{ranking.loader}, {ranking.pipeline}, batch {ranking.batch_size or '?'}")
     items = [
-        f"<li><b>{escape(label)}:</b> "
-        + escape("; ".join(changes) if changes else "the same order as on one thread")
-        + "</li>"
-        for label, changes in ranking.differences.items()
+        f"<li><b>{escape(label)}:</b> {escape(ranking.difference_text(label))}</li>"
+        for label in ranking.differences
     ]
     return (
         f"<h2>Decoders: one thread vs inside the loader · {escape(ranking.title)}</h2>"
         f'<p class="headline">{escape(ranking.summary())}</p>'
         '<div class="side">'
-        f"<div><h3>One thread</h3><p>JPEG from memory (reader stage)</p>{single}</div>"
-        f"<div><h3>Inside the loader</h3><p>{where}; images/s</p>{in_loader}</div>"
+        f"<div><h3>One thread</h3><p>JPEG from memory (reader stage); images/s (95% interval)"
+        f"</p>{single}</div>"
+        f"<div><h3>Inside the loader</h3><p>{where}; images/s (95% interval)</p>{in_loader}</div>"
         "</div>" + (f"<p>Where the order differs:</p><ul>{''.join(items)}</ul>" if items else "")
     )
 
@@ -191,7 +170,6 @@ def render_html(report: Report) -> str:
         body.append("<ul>" + "".join(f"<li>{escape(line)}</li>" for line in rest) + "</ul>")
     body.extend(_answer(answer) for answer in report.answers)
     body.extend(_decoders(ranking) for ranking in report.decoders)
-    body.append(disks_html(report.disks))
     if not report.problems.empty:
         body.append("<h2>Skipped and failed cases</h2>")
         body.append(

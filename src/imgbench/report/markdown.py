@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+import pandas as pd
+
 from imgbench.answer import Answer
-from imgbench.answer.decoders import DecoderRanking, workers_column
-from imgbench.answer.rows import number
-from imgbench.report.disks import disks_markdown
+from imgbench.answer.decoders import VERSUS, DecoderRanking
 from imgbench.report.document import SHOWN_CANDIDATES, Report
 
 
@@ -63,14 +63,10 @@ def candidates_table(answer: Answer) -> list[str]:
     return lines
 
 
-def _number(value: object) -> str:
-    figure = number(value)
-    return "" if figure is None else f"{figure:,.0f}"
-
-
 def decoder_tables(ranking: DecoderRanking) -> list[str]:
-    """The two rankings (one thread, inside the loader) and where their order differs."""
-    counts = [workers_column(c) for c in ranking.worker_counts]
+    """The two rankings (one thread, inside the loader), each figure with its 95% interval and
+    its standing against the fastest, and where their order differs beyond the noise."""
+    single, in_loader = ranking.single_text(), ranking.in_loader_text()
     lines = [
         f"### Decoders: one thread vs inside the loader · {ranking.title}",
         "",
@@ -78,31 +74,31 @@ def decoder_tables(ranking: DecoderRanking) -> list[str]:
         "",
         "One thread (JPEG from memory, reader stage):",
         "",
-        "| rank | decoder | images/s |",
-        "|---:|---|---:|",
-        *(
-            f"| {r.rank} | {_cell(r.decoder)} | {_number(r.images_per_s)} |"
-            for r in ranking.single.itertuples(index=False)
-        ),
+        *_text_table(single),
         "",
         f"Inside the loader ({ranking.loader}, {ranking.pipeline}, batch "
-        f"{ranking.batch_size or '?'}), images/s:",
+        f"{ranking.batch_size or '?'}), images/s (95% interval):",
         "",
-        "| rank | decoder | best | at workers | " + " | ".join(counts) + " |",
-        "|---:|---|---:|---:|" + "---:|" * len(counts),
+        *_text_table(in_loader),
+        "",
     ]
-    for row in ranking.in_loader.to_dict("records"):
-        cells = [_number(row[c]) for c in counts]
+    for label in ranking.differences:
         lines.append(
-            f"| {row['rank']} | {_cell(row['decoder'])} | {_number(row['best_images_per_s'])} | "
-            f"{row['best_workers']} | " + " | ".join(cells) + " |"
+            f"- Where the order differs, {label}: {_cell(ranking.difference_text(label))}."
         )
     lines.append("")
-    for label, changes in ranking.differences.items():
-        text = "; ".join(changes) if changes else "the same order as on one thread"
-        lines.append(f"- Where the order differs, {label}: {_cell(text)}.")
-    lines.append("")
     return lines
+
+
+def _text_table(table: pd.DataFrame) -> list[str]:
+    """A table of text cells: the figures align right, the decoder and its standing left."""
+    columns = [str(c) for c in table.columns]
+    aligned = ["---" if c in ("decoder", VERSUS) else "---:" for c in columns]
+    return [
+        "| " + " | ".join(columns) + " |",
+        "|" + "|".join(aligned) + "|",
+        *("| " + " | ".join(_cell(v) for v in row) + " |" for row in table.itertuples(index=False)),
+    ]
 
 
 def render_markdown(report: Report) -> str:
@@ -120,7 +116,6 @@ def render_markdown(report: Report) -> str:
         lines += _answer(answer)
     for ranking in report.decoders:
         lines += decoder_tables(ranking)
-    lines += disks_markdown(report.disks)
     if not report.problems.empty:
         lines += ["### Skipped and failed cases", "", "| status | stage | reason | cases |"]
         lines.append("|---|---|---|---:|")
