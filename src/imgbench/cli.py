@@ -108,6 +108,13 @@ def run(
             "ray://HOST:PORT); each row carries its node's machine and label",
         ),
     ] = None,
+    disk: Annotated[
+        str,
+        typer.Option(
+            help="none | hdd | sata-ssd | nvme: the dataset and format stores on an emulated disk "
+            "(a throttled loop device, root only; docs/disks.md)"
+        ),
+    ] = "none",
     pytest_args: Annotated[
         list[str] | None, typer.Argument(help="more pytest arguments, after --")
     ] = None,
@@ -137,6 +144,15 @@ def run(
             raise fail(str(exc)) from None
     if measure not in ("wall", "instructions"):
         raise fail(f"--measure must be wall or instructions, not {measure!r}")
+    if disk != "none":
+        from imgbench.storage.disk import unavailable_reason
+        from imgbench.storage.profiles import PROFILES
+
+        if disk not in PROFILES:
+            raise fail(f"--disk must be one of {', '.join(PROFILES)}, not {disk!r}")
+        if reason := unavailable_reason():
+            raise fail(f"--disk {disk}: {reason}")
+        pytest_args = [f"--imgbench-disk={disk}", *(pytest_args or [])]
     try:
         location = results_location(results)
         location.check()

@@ -22,6 +22,7 @@ from imgbench.measure.settings import (
     resolve,
 )
 from imgbench.profiles import Profile
+from imgbench.storage.profiles import PROFILES
 
 
 def _ms(value: float | None) -> float | None:
@@ -93,6 +94,15 @@ _SETTING_OPTIONS: dict[str, tuple[dict[str, Any], str, Any]] = {
             "it ran this many times slower than the session's fastest; 0 keeps every round",
         },
         "host_max_ratio",
+        None,
+    ),
+    "--imgbench-disk": (
+        {
+            "choices": tuple(PROFILES),
+            "help": "put the dataset and the format stores on an emulated disk (a loop device "
+            "whose reads are capped: docs/disks.md); none: the disk the data sits on",
+        },
+        "disk_profile",
         None,
     ),
     "--imgbench-measure": (

@@ -37,6 +37,8 @@ from imgbench.pytest_options import add_options, settings_from
 from imgbench.results.location import ResultsLocation, ResultsLocationError, results_location
 from imgbench.results.store import rows_table
 from imgbench.stages import STAGES, session_cases
+from imgbench.storage.records import cleanup_leftovers
+from imgbench.storage.session import DiskSession
 
 # Set by `imgbench run` so that its sessions (environments, datasets) share one group id.
 RUN_GROUP_ENV = "IMGBENCH_RUN_GROUP"
@@ -62,6 +64,8 @@ class SessionState:
     # isolated environments not built here that this profile's `imgbench run` would not build:
     # their cases are skipped rows with this reason (environment -> reason)
     unbuilt: dict[str, str] = field(default_factory=dict)
+    disk: DiskSession | None = None  # --imgbench-disk: the emulated disk holding the dataset
+    disk_unavailable: str | None = None  # why it could not be set up: every case skips with it
 
     @property
     def settings(self) -> Settings:
@@ -118,6 +122,21 @@ def pytest_configure(config: pytest.Config) -> None:
         run=RunHeader(run_id, save_name, os.environ.get(RUN_GROUP_ENV) or run_id),
         environment=config.getoption("imgbench_env"),
     )
+    cleanup_leftovers()  # emulated disks of killed runs (cheap: a folder listing)
+    if settings.disk_profile != "none":
+        _open_disk(config.stash[STATE_KEY])
+
+
+def _open_disk(state: SessionState) -> None:
+    """The dataset onto the emulated disk, before any worker server starts (it inherits the
+    throttling); where that cannot work, every case skips with the one-line reason."""
+    disk = DiskSession(state.settings.disk_profile, state.manager.dataset)
+    try:
+        state.manager.dataset = disk.open()
+    except Exception as exc:  # DiskUnavailableError, a dataset that does not load, a failed copy
+        state.disk_unavailable = f"emulated disk {disk.profile.name} unavailable: {one_line(exc)}"
+        return
+    state.disk = disk
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -185,6 +204,8 @@ class Harness:
                 f"runs in the {case.environment} environment: `imgbench env create "
                 f"{case.environment}`, then `imgbench run --env {case.environment}`"
             )
+        if state.disk_unavailable is not None:
+            pytest.skip(state.disk_unavailable)
         outcome = state.manager.measure(case)
         self._item.stash[OUTCOME_KEY] = outcome
         if isinstance(outcome, Skipped):
@@ -303,6 +324,18 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     state = session.config.stash.get(STATE_KEY, None)
     if state is not None:
         state.manager.close()
+        if state.disk is not None:  # after the server stopped: nothing holds the mount
+            state.disk.close()
+            state.disk = None
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """The emulated disk goes even when the session did not finish (a usage error, a crash)."""
+    state = config.stash.get(STATE_KEY, None)
+    if state is not None and state.disk is not None:
+        state.manager.close()
+        state.disk.close()
+        state.disk = None
 
 
 def pytest_benchmark_update_machine_info(config: pytest.Config, machine_info: dict) -> None:

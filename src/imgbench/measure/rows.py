@@ -17,6 +17,7 @@ from imgbench.measure.case import Case
 from imgbench.measure.rounds import Measurement
 from imgbench.measure.settings import FIELDS, Settings
 from imgbench.results.schema import empty_row
+from imgbench.storage.profiles import disk_profile
 
 if TYPE_CHECKING:
     from imgbench.datasets import Dataset
@@ -133,6 +134,8 @@ def case_row(
             dataset_mean_bytes=dataset.mean_bytes,
             dataset_codec=dataset.codec,
         )
+    if settings is not None:  # skipped rows too: which disk the session's data sat on
+        row.update(disk_profile(settings.disk_profile).columns())
     if outcome is not None:
         if settings is not None:
             row.update(settings_columns(settings))

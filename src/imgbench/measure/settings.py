@@ -19,6 +19,7 @@ from imgbench.measure.allocator import ALLOCATORS
 from imgbench.measure.host import HostGate
 from imgbench.plan import override
 from imgbench.profiles import Profile
+from imgbench.storage.profiles import PROFILES
 
 # overrides the profile's ``worker_imports`` where no option does (profile | selected)
 WORKER_IMPORTS_ENV = "IMGBENCH_WORKER_IMPORTS"
@@ -62,6 +63,8 @@ class Settings:
     host_budget_s: float = 1.0  # per case, for waiting and for re-timed rounds
     # wall: timed rounds; instructions: one pass counted under callgrind (the regression gate)
     measure: Literal["wall", "instructions"] = "wall"
+    # the emulated disk the session's data sits on (imgbench.storage, docs/disks.md); none: the real one
+    disk_profile: str = "none"
 
     def host_gate(self) -> HostGate:
         """A fresh gate with these settings (its reference is the runner's to carry)."""
@@ -79,7 +82,10 @@ class Settings:
 
 
 FIELDS = tuple(f.name for f in dataclasses.fields(Settings))
-_CHOICES: dict[str, tuple[str, ...]] = {"allocator": ALLOCATORS}  # the others are Literal types
+_CHOICES: dict[str, tuple[str, ...]] = {
+    "allocator": ALLOCATORS,
+    "disk_profile": tuple(PROFILES),
+}  # the others are Literal types
 
 
 def resolve(

@@ -158,9 +158,27 @@ _FIELDS: list[tuple[str, pa.DataType, str]] = [
         pa.float64(),
         "seconds of timed rounds the io_ columns cover (diskstats read before and after each)",
     ),
+    (
+        "disk_profile",
+        pa.string(),
+        "the emulated disk the session's data sat on (--disk): none (the real disk) | hdd | "
+        "sata-ssd | nvme: a loop device whose reads are capped (docs/disks.md)",
+    ),
+    ("disk_read_iops_limit", pa.int64(), "disk_profile's read IOPS cap in force; null for none"),
+    (
+        "disk_read_bytes_per_s_limit",
+        pa.int64(),
+        "disk_profile's read bandwidth cap in force, bytes/s; null for none",
+    ),
     ("threads", pa.int32(), "threads requested for the library; null = library default"),
     ("workers", pa.int32(), "loader workers"),
     ("batch_size", pa.int32(), ""),
+    (
+        "task",
+        pa.string(),
+        "what a sample is and what comes out: classification | segmentation | crop-ocr "
+        "(augment stage; docs/augment.md); null where the stage has no tasks",
+    ),
     ("params_json", pa.string(), "all parameters of the case as JSON"),
     # thread and allocator settings in force while timing
     ("threads_opencv", pa.int32(), "cv2.getNumThreads() while timing, if OpenCV was loaded"),

@@ -1,7 +1,8 @@
 """Set up an emulated disk: sparse image -> loop device -> ext4 -> mount -> throttling cgroup.
 
 ``emulated_disk(profile, size)`` yields an :class:`EmulatedDisk` and always tears it down: at the
-normal end, on an exception, Ctrl-C and SIGTERM (turned into ``SystemExit`` while the disk is up);
+normal end, on an exception, Ctrl-C and SIGTERM (unwinds like Ctrl-C while the disk is up: pytest
+then still ends its session);
 after ``kill -9`` its record (written before anything is set up, ``records``) lets the next start
 remove it. Where it cannot work it raises :class:`DiskUnavailableError` with one line saying why.
 """
@@ -91,15 +92,16 @@ def _run(*cmd: str) -> str:
 
 @contextmanager
 def _sigterm_unwinds() -> Iterator[None]:
-    """While the disk is up, SIGTERM raises SystemExit so the tear-down runs (main thread only,
-    and only where nobody installed a handler already)."""
+    """While the disk is up, SIGTERM raises KeyboardInterrupt so the tear-down runs (main thread
+    only, and only where nobody installed a handler already). Not SystemExit: pytest would fail
+    the running test with it and go on measuring."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
     previous = signal.getsignal(signal.SIGTERM)
 
     def _exit(signum: int, _frame: FrameType | None) -> None:
-        raise SystemExit(128 + signum)
+        raise KeyboardInterrupt(f"signal {signum}")
 
     if previous in (signal.SIG_DFL, None):
         signal.signal(signal.SIGTERM, _exit)
