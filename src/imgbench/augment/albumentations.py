@@ -23,7 +23,7 @@ import albumentations as A  # noqa: N812 (the library's own convention)
 import cv2
 import numpy as np
 
-from imgbench.augment import spec
+from imgbench.augment import spec, tasks
 from imgbench.augment.base import (
     IMAGENET_MEAN,
     IMAGENET_STD,
@@ -257,3 +257,53 @@ def transforms(input_kind: InputKind) -> dict[str, Callable[[], Op]]:
 
 def pipelines(input_kind: InputKind) -> dict[str, Callable[[], Op]]:
     return PIPELINES
+
+
+# tasks beyond classification (augment/tasks.py): image and mask through one Compose call
+
+
+def _seg_result(out: dict[str, Any]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    mask = out["mask"]
+    return chw_float(out["image"]), mask.astype(np.int64), tasks.onehot_np(mask)
+
+
+def _segmentation() -> tasks.TaskOp:
+    train = _train()  # crop (mask: nearest, albumentations' default), flip, jitter, normalise
+    compose = A.Compose(train, seed=SEED)
+
+    def run(sample: tuple[np.ndarray, np.ndarray]) -> Any:
+        return _seg_result(compose(image=sample[0], mask=sample[1]))
+
+    def pinned(sample: tuple[np.ndarray, np.ndarray], g: tasks.Geometry) -> Any:
+        steps = [
+            A.Crop(x_min=g.left, y_min=g.top, x_max=g.left + g.width, y_max=g.top + g.height),
+            A.Resize(tasks.SEG_SIZE, tasks.SEG_SIZE, **AREA),
+            A.HorizontalFlip(p=1.0 if g.flip else 0.0),
+            train[3],
+        ]
+        return _seg_result(A.Compose(steps)(image=sample[0], mask=sample[1]))
+
+    return tasks.TaskOp(run, "numpy", pinned)
+
+
+def _crop_ocr() -> tasks.TaskOp:
+    x0, y0, x1, y1 = tasks.OCR_BOX
+    width, height = tasks.OCR_SIZE
+    compose = A.Compose(
+        [
+            A.Crop(
+                x_min=x0, y_min=y0, x_max=x1, y_max=y1, pad_if_needed=True, pad_position="top_left"
+            ),
+            A.Resize(height, width, interpolation=cv2.INTER_CUBIC),
+        ]
+    )
+
+    def run(sample: tuple[np.ndarray, Any]) -> np.ndarray:
+        out = compose(image=sample[0])["image"][..., :3]
+        return out.astype(np.float32) / np.float32(255.0)
+
+    return tasks.TaskOp(run, "numpy")
+
+
+def task_recipes(input_kind: InputKind) -> dict[str, Callable[[], tasks.TaskOp]]:
+    return {"segmentation": _segmentation, "crop-ocr": _crop_ocr}

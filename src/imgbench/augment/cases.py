@@ -18,11 +18,13 @@ from typing import Any
 import numpy as np
 
 from imgbench.augment import spec
+from imgbench.augment import task_cases as tasked
 from imgbench.augment.base import make_batch, make_input
 from imgbench.augment.outputs import check_outputs
 from imgbench.augment.pipelines import PIPELINES
 from imgbench.augment.plan import AugmentPlan
 from imgbench.augment.registry import AugmentLibrary, get_library, libraries
+from imgbench.augment.tasks import OCR_BATCH, supports
 from imgbench.library import select
 from imgbench.measure.case import Case, Workload, spec_case
 from imgbench.measure.context import CaseContext
@@ -40,6 +42,7 @@ def augment_cases(profile: Profile) -> list[Case]:
     pipelines = tuple(p.name for p in PIPELINES) if plan.pipelines == "all" else plan.pipelines
     cases: list[Case] = []
     for lib in select(libraries(), plan.libraries):
+        cases.extend(_task_cases(lib, plan))
         default_threads: tuple[int | None, ...] = (1, None) if lib.parallel else (1,)
         for name in transforms:
             if lib.row(name) is None:
@@ -70,8 +73,54 @@ def augment_cases(profile: Profile) -> list[Case]:
     return cases
 
 
+def _task_cases(lib: AugmentLibrary, plan: AugmentPlan) -> list[Case]:
+    """One case per task the library builds (augment/tasks.py), threads=1; crop-ocr's one-hot
+    heads are a case of their own (one item = one batch of labels)."""
+    cases = []
+    for task in plan.tasks:
+        params: dict[str, Any] = {"task": task, "threads": 1}
+        if supports(lib.task_key, task):
+            inputs = "pairs" if task == "segmentation" else lib.pipeline_input
+            cases.append(
+                spec_case(
+                    lib,
+                    stage="augment",
+                    prepare=_prepare_task,
+                    params={**params, "input": inputs},
+                    columns={"task": task},
+                )
+            )
+        if task == "crop-ocr" and supports(lib.task_key, "onehot"):
+            onehot = {
+                **params,
+                "part": "onehot",
+                "classes": plan.ocr_classes,
+                "batch_size": OCR_BATCH,
+            }
+            cases.append(
+                spec_case(
+                    lib,
+                    stage="augment",
+                    prepare=_prepare_task,
+                    params=onehot,
+                    columns={"task": task},
+                )
+            )
+    return cases
+
+
+def _prepare_task(ctx: CaseContext, case: Case) -> Workload:
+    return tasked.prepare(ctx, case, decoded_images)
+
+
 def _case(lib: AugmentLibrary, params: dict[str, Any], threads: int | None) -> Case:
-    return spec_case(lib, stage="augment", prepare=prepare, params={**params, "threads": threads})
+    return spec_case(
+        lib,
+        stage="augment",
+        prepare=prepare,
+        params={**params, "threads": threads},
+        columns={"task": "classification"},
+    )
 
 
 def decoded_images(ctx: CaseContext, limit: int) -> tuple[list[np.ndarray], int]:

@@ -16,7 +16,7 @@ import kornia.augmentation as K  # noqa: N812 (the library's own convention)
 import numpy as np
 import torch
 
-from imgbench.augment import spec
+from imgbench.augment import spec, tasks
 from imgbench.augment.base import IMAGENET_MEAN, IMAGENET_STD, InputKind, Layout, Op, OutputKind
 
 LIBRARY = "kornia"
@@ -175,3 +175,43 @@ def pipelines(input_kind: InputKind = "chw-uint8-tensor") -> dict[str, Callable[
         return Op(run_uint8, input_kind, "u8", layout)
 
     return {name: partial(build, name) for name in PIPELINE_STEPS}
+
+
+# tasks beyond classification (augment/tasks.py): AugmentationSequential with data_keys
+# ["input", "mask"]; masks are resampled with nearest and skip the intensity steps
+
+
+def _seg_result(image: torch.Tensor, mask: torch.Tensor) -> Any:
+    image = (image - _MEAN[:, None, None]) / _STD[:, None, None]
+    classes = mask.reshape(mask.shape[-2:]).round().to(torch.int64)
+    onehot = torch.zeros((tasks.N_CLASSES, *classes.shape), dtype=torch.float32)
+    onehot.scatter_(0, classes.unsqueeze(0), 1.0)
+    return image.reshape(image.shape[-3:]).contiguous(), classes, onehot
+
+
+def _segmentation() -> tasks.TaskOp:
+    sequence = K.AugmentationSequential(*_train(), data_keys=["input", "mask"])
+
+    def run(sample: tuple[torch.Tensor, torch.Tensor]) -> Any:
+        image, mask = sample
+        out_image, out_mask = sequence(image.float().div_(255.0)[None], mask.float()[None, None])
+        return _seg_result(out_image, out_mask)
+
+    def pinned(sample: tuple[torch.Tensor, torch.Tensor], g: tasks.Geometry) -> Any:
+        """The slice-and-resize RandomResizedCrop does (cropping_mode='slice'), pinned."""
+        from kornia.geometry.transform import hflip, resize
+
+        image, mask = sample
+        window = (..., slice(g.top, g.top + g.height), slice(g.left, g.left + g.width))
+        size = (tasks.SEG_SIZE, tasks.SEG_SIZE)
+        out_image = resize(image.float().div(255.0)[None][window], size, antialias=True)
+        out_mask = resize(mask.float()[None, None][window], size, interpolation="nearest")
+        if g.flip:
+            out_image, out_mask = hflip(out_image), hflip(out_mask)
+        return _seg_result(out_image, out_mask)
+
+    return tasks.TaskOp(run, "torch", pinned)
+
+
+def task_recipes(input_kind: InputKind) -> dict[str, Callable[[], tasks.TaskOp]]:
+    return {"segmentation": _segmentation}

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable
+from typing import Any
 
 import cv2
 import numpy as np
 
-from imgbench.augment import handmade, spec
+from imgbench.augment import handmade, spec, tasks
 from imgbench.augment.base import IMAGENET_MEAN, IMAGENET_STD, InputKind, Op, chw_float, chw_uint8
 
 LIBRARY = "opencv"
@@ -283,3 +284,50 @@ def transforms(input_kind: InputKind) -> dict[str, Callable[[], Op]]:
 
 def pipelines(input_kind: InputKind) -> dict[str, Callable[[], Op]]:
     return PIPELINES
+
+
+# tasks beyond classification (augment/tasks.py): written by hand, as the seed posts do
+
+
+def _seg_geometry(
+    image: np.ndarray, mask: np.ndarray, g: tasks.Geometry
+) -> tuple[np.ndarray, np.ndarray]:
+    """The same window and flip on both: area/linear for the image, nearest for the mask."""
+    size = tasks.SEG_SIZE
+    window = (slice(g.top, g.top + g.height), slice(g.left, g.left + g.width))
+    out = resize(image[window], size, size)
+    out_mask = cv2.resize(mask[window], (size, size), interpolation=cv2.INTER_NEAREST)
+    if g.flip:
+        out, out_mask = cv2.flip(out, 1), cv2.flip(out_mask, 1)
+    return out, out_mask
+
+
+def _seg_out(image: np.ndarray, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    return chw_float(normalize(image)), mask.astype(np.int64), tasks.onehot_np(mask)
+
+
+def _segmentation(sample: tuple[np.ndarray, np.ndarray]) -> Any:
+    image, mask = sample
+    image, mask = _seg_geometry(image, mask, tasks.draw_geometry(image.shape[1], image.shape[0]))
+    return _seg_out(color_jitter(image), mask)
+
+
+def _crop_ocr(sample: tuple[np.ndarray, Any]) -> np.ndarray:
+    window = tasks.ocr_window(sample[0])
+    out = cv2.resize(window, tasks.OCR_SIZE, interpolation=cv2.INTER_CUBIC)[..., :3]
+    return out.astype(np.float32) / np.float32(255.0)
+
+
+def _onehot(sample: tuple[int, list[np.ndarray]]) -> list[np.ndarray]:
+    classes, heads = sample
+    return [tasks.to_categorical(labels, classes) for labels in heads]
+
+
+def task_recipes(input_kind: InputKind) -> dict[str, Callable[[], tasks.TaskOp]]:
+    return {
+        "segmentation": lambda: tasks.TaskOp(
+            _segmentation, "numpy", lambda s, g: _seg_out(*_seg_geometry(s[0], s[1], g))
+        ),
+        "crop-ocr": lambda: tasks.TaskOp(_crop_ocr, "numpy"),
+        "onehot": lambda: tasks.TaskOp(_onehot, "numpy"),
+    }

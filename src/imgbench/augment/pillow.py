@@ -14,7 +14,7 @@ from collections.abc import Callable
 import numpy as np
 from PIL import Image, ImageEnhance, ImageFilter, ImageOps
 
-from imgbench.augment import handmade, spec
+from imgbench.augment import handmade, spec, tasks
 from imgbench.augment.base import IMAGENET_MEAN, IMAGENET_STD, InputKind, Op, chw_float, chw_uint8
 
 LIBRARY = "pillow"
@@ -202,3 +202,17 @@ def transforms(input_kind: InputKind) -> dict[str, Callable[[], Op]]:
 
 def pipelines(input_kind: InputKind) -> dict[str, Callable[[], Op]]:
     return PIPELINES
+
+
+# tasks beyond classification (augment/tasks.py): seed 000's crop-ocr, as its Keras Sequence wrote it
+
+
+def _crop_ocr(image: Image.Image) -> np.ndarray:
+    """``Image.crop`` pads outside the image with zeros; ``resize`` uses Pillow's default filter
+    (BICUBIC since Pillow 7; NEAREST when the post was written)."""
+    out = np.asarray(image.crop(tasks.OCR_BOX).resize(tasks.OCR_SIZE))[..., :3]
+    return out.astype(np.float32) / np.float32(255.0)
+
+
+def task_recipes(input_kind: InputKind) -> dict[str, Callable[[], tasks.TaskOp]]:
+    return {"crop-ocr": lambda: tasks.TaskOp(_crop_ocr, "pil")}

@@ -23,3 +23,7 @@ class AugmentPlan(StagePlan):
     batch_sizes: tuple[int, ...] = (32,)
     max_images: int = 16  # cap on images per round
     budget_s: float = 2.0  # a case's timed work (rounds x images) is cut to about this
+    # tasks beyond classification (augment/tasks.py): segmentation, crop-ocr (with its one-hot
+    # heads of ``ocr_classes`` classes as their own case)
+    tasks: tuple[str, ...] = ()
+    ocr_classes: int = 21_000

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from imgbench.augment import spec
 from imgbench.augment.base import InputKind, Op
 from imgbench.augment.spec import Row
+from imgbench.augment.tasks import TaskOp
 from imgbench.library import LibrarySpec, catalog, find
 
 
@@ -47,6 +48,16 @@ class AugmentLibrary(LibrarySpec):
         if kind is None:
             raise ValueError(f"{self.key} has no batch mode")
         return importlib.import_module(self.module).pipelines(kind)
+
+    @property
+    def task_key(self) -> str:
+        """The library/variant whose task recipes it runs (tasks.SUPPORT)."""
+        return f"{self.rows_of or self.library}/{self.variant}"
+
+    def task_recipes(self) -> dict[str, Callable[[], TaskOp]]:
+        """Segmentation, crop-ocr, ... (augment/tasks.py): an adapter without them has none."""
+        build = getattr(importlib.import_module(self.module), "task_recipes", None)
+        return {} if build is None else build(self.pipeline_input)
 
 
 def _pillow_simd_problem() -> str | None:

@@ -14,9 +14,10 @@ from typing import Any
 
 import numpy as np
 import torch
+from torchvision import tv_tensors
 from torchvision.transforms import v2
 
-from imgbench.augment import spec
+from imgbench.augment import spec, tasks
 from imgbench.augment.base import (
     IMAGENET_MEAN,
     IMAGENET_STD,
@@ -189,3 +190,74 @@ def pipelines(input_kind: InputKind) -> dict[str, Callable[[], Op]]:
         return Op(run, input_kind, output, layout)
 
     return {name: partial(build, name) for name in PIPELINE_STEPS}
+
+
+# tasks beyond classification (augment/tasks.py): an Image and a tv_tensors.Mask through one call;
+# v2 resizes a Mask with nearest and passes it through the photometric steps
+
+
+def _seg_result(image: torch.Tensor, mask: torch.Tensor) -> Any:
+    classes = mask.to(torch.int64)
+    onehot = torch.zeros((tasks.N_CLASSES, *classes.shape), dtype=torch.float32)
+    onehot.scatter_(0, classes.unsqueeze(0), 1.0)
+    return image.as_subclass(torch.Tensor).contiguous(), classes.as_subclass(torch.Tensor), onehot
+
+
+def _seg_float() -> list[v2.Transform]:
+    return [
+        v2.ToDtype({tv_tensors.Image: torch.float32, "others": None}, scale=True),
+        _normalize(),
+    ]
+
+
+def _segmentation() -> tasks.TaskOp:
+    transform = v2.Compose([*_train_steps(), *_seg_float()])
+    to_float = v2.Compose(_seg_float())
+
+    def run(sample: Any) -> Any:
+        return _seg_result(*transform(sample))
+
+    def pinned(sample: Any, g: tasks.Geometry) -> Any:
+        size = [tasks.SEG_SIZE, tasks.SEG_SIZE]
+        image, mask = (
+            v2.functional.resized_crop(x, g.top, g.left, g.height, g.width, size, antialias=True)
+            for x in sample
+        )
+        if g.flip:
+            image, mask = v2.functional.horizontal_flip(image), v2.functional.horizontal_flip(mask)
+        return _seg_result(*to_float((image, mask)))
+
+    return tasks.TaskOp(run, "tv", pinned)
+
+
+def _crop_ocr() -> tasks.TaskOp:
+    x0, y0, x1, y1 = tasks.OCR_BOX
+    width, height = tasks.OCR_SIZE
+
+    def run(sample: Any) -> torch.Tensor:
+        window = v2.functional.crop(sample[0], y0, x0, y1 - y0, x1 - x0)  # pads with zeros
+        out = v2.functional.resize(
+            window, [height, width], interpolation=v2.InterpolationMode.BICUBIC, antialias=True
+        )[:3]
+        return out.permute(1, 2, 0).float().div_(255.0).as_subclass(torch.Tensor).contiguous()
+
+    return tasks.TaskOp(run, "tv")
+
+
+def _onehot(sample: tuple[int, list[torch.Tensor]]) -> list[torch.Tensor]:
+    """Keras' to_categorical in torch: zeros and a scatter (F.one_hot makes int64 first)."""
+    classes, heads = sample
+    return [
+        torch.zeros((labels.shape[0], classes)).scatter_(1, labels.unsqueeze(1), 1.0)
+        for labels in heads
+    ]
+
+
+def task_recipes(input_kind: InputKind) -> dict[str, Callable[[], tasks.TaskOp]]:
+    if input_kind != "chw-uint8-tensor":
+        return {}
+    return {
+        "segmentation": _segmentation,
+        "crop-ocr": _crop_ocr,
+        "onehot": lambda: tasks.TaskOp(_onehot, "torch"),
+    }
