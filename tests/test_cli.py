@@ -85,3 +85,4 @@ def test_env_lists_libraries_and_dead_ones() -> None:
     assert result.exit_code == 0, result.output
     assert "pillow" in result.output and "available" in result.output
     assert "scipy.misc.imread" in result.output and "unavailable" in result.output
+    assert "emulated disks (--disk): " in result.output  # available, or the one-line reason

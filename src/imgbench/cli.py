@@ -435,6 +435,14 @@ def env(ctx: typer.Context) -> None:
             "[green]available[/]" if status.available else f"[red]unavailable[/]: {status.reason}",
         )
     console.print(table)
+    from imgbench.storage.disk import unavailable_reason
+
+    disk = unavailable_reason()
+    console.print(
+        "emulated disks (--disk): "
+        + ("[green]available[/]" if disk is None else f"[red]unavailable[/]: {disk}"),
+        highlight=False,
+    )
 
 
 @app.command()
