@@ -167,9 +167,20 @@ def convert(
     ] = None,
     workers: Annotated[int | None, typer.Option(help="processes (default: every core)")] = None,
     force: Annotated[bool, typer.Option(help="replace an existing store at --out")] = False,
+    resize_short: Annotated[
+        int | None,
+        typer.Option(help="shorter side to N pixels, aspect kept, never upscaled (JPEG out)"),
+    ] = None,
+    quality: Annotated[
+        int | None, typer.Option(help="re-encode as JPEG at this quality (1-100)")
+    ] = None,
+    shards: Annotated[
+        int, typer.Option(help="split the store into K files (recordio, tar, lmdb, parquet)")
+    ] = 1,
 ) -> None:
-    """Convert a folder of images into a storage format: streamed, atomic, bad files skipped."""
-    from imgbench.formats.base import FormatError
+    """Convert a folder of images into a storage format: streamed, atomic, bad files skipped;
+    optionally resized, re-encoded and sharded on the way, as im2rec packs."""
+    from imgbench.formats.base import FormatError, Packing
     from imgbench.formats.registry import formats, get_format
     from imgbench.measure.memory import peak_rss_bytes
 
@@ -187,12 +198,18 @@ def convert(
     target = out if out is not None else default_target(src, spec)
     if target.exists() and not force:
         raise fail(f"{target} exists: choose another --out, or --force to replace it")
+    try:
+        packing = Packing(resize_short=resize_short, quality=quality, shards=shards)
+    except ValueError as exc:
+        raise fail(exc) from None
 
     def report_bad(path: str, reason: str) -> None:
         console.print(f"[yellow]skipped[/] {path}: {reason}", highlight=False)
 
     try:
-        report = convert_folder(src, spec, target, workers=workers, on_bad=report_bad)
+        report = convert_folder(
+            src, spec, target, workers=workers, on_bad=report_bad, packing=packing
+        )
     except (DatasetError, FormatError, OSError) as exc:
         raise fail(exc) from None
     ratio = report.bytes_on_disk / report.source_bytes if report.source_bytes else 0.0

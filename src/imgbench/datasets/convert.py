@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from imgbench.formats.base import FormatSpec, build_format
+from imgbench.formats.base import FormatSpec, Packing, build_format
 
 from .heap import pin_mmap_threshold
 from .manifest import BadFile, arrow_system_pool
@@ -66,8 +66,11 @@ def convert(
     workers: int | None = None,
     progress: bool | None = None,
     on_bad: Callable[[str, str], None] | None = None,
+    packing: Packing | None = None,
 ) -> ConvertReport:
-    """Convert the images under ``src`` into ``spec`` at ``target`` (replaced only when complete).
+    """Convert the images under ``src`` into ``spec`` at ``target`` (replaced only when complete);
+    ``packing`` resizes, re-encodes and shards on the way (im2rec's ``--resize``, ``--quality``,
+    ``--chunks``) and the store's marker records it.
 
     ``on_bad(path, reason)`` hears of every file left out as soon as the scan knows it.
     Raises DatasetError when ``src`` holds no usable image, FormatError when nothing was written.
@@ -89,7 +92,13 @@ def convert(
     ):
         scan_s = time.perf_counter() - start
         report = build_format(
-            spec, manifest.root, manifest, target, workers=workers, progress=progress
+            spec,
+            manifest.root,
+            manifest,
+            target,
+            workers=workers,
+            progress=progress,
+            packing=packing,
         )
     if on_bad is not None:
         for path, reason in report.skipped:

@@ -26,6 +26,7 @@ import contextlib
 import hashlib
 import importlib
 import io
+import itertools
 import json
 import os
 import sys
@@ -35,7 +36,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from types import ModuleType
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol, cast
 
 import numpy as np
 
@@ -75,6 +76,57 @@ class Record:
 
 
 @dataclass(frozen=True)
+class Packing:
+    """What a conversion does on the way, as ``im2rec --resize N --quality Q --chunks K`` does:
+    the shorter side to ``resize_short`` (aspect kept, never upscaled), JPEG re-encoded at
+    ``quality``, the store split into ``shards`` files. A store packed with a resize or a
+    quality holds JPEG bytes whatever the source codec (im2rec's default encoding)."""
+
+    resize_short: int | None = None
+    quality: int | None = None
+    shards: int = 1
+
+    def __post_init__(self) -> None:
+        if self.resize_short is not None and self.resize_short < 1:
+            raise ValueError(f"--resize-short must be a positive side, not {self.resize_short}")
+        if self.quality is not None and not 1 <= self.quality <= 100:
+            raise ValueError(f"--quality must be 1-100, not {self.quality}")
+        if self.shards < 1:
+            raise ValueError(f"--shards must be at least 1, not {self.shards}")
+
+    @property
+    def reencodes(self) -> bool:
+        return self.resize_short is not None or self.quality is not None
+
+    def as_pairs(self) -> tuple[tuple[str, int], ...]:
+        """What the marker records: only what was asked (an empty tuple for a plain copy)."""
+        pairs = [("resize_short", self.resize_short), ("quality", self.quality)]
+        if self.shards > 1:
+            pairs.append(("shards", self.shards))
+        return tuple((k, v) for k, v in pairs if v is not None)
+
+
+REENCODE_QUALITY = 95  # a resize without --quality re-encodes at im2rec's default
+
+
+def repack_jpeg(data: bytes, packing: Packing) -> bytes:
+    """The image as JPEG, its shorter side brought down to ``resize_short`` (never up)."""
+    from PIL import Image
+
+    with Image.open(io.BytesIO(data)) as opened:
+        image = opened.convert("RGB")
+    side = packing.resize_short
+    w, h = image.size
+    if side is not None and min(w, h) > side:
+        scale = side / min(w, h)
+        size = (side, max(1, round(h * scale))) if w <= h else (max(1, round(w * scale)), side)
+        image = image.resize(size, Image.Resampling.BILINEAR, reducing_gap=3.0)
+    out = io.BytesIO()
+    image.save(out, "JPEG", quality=packing.quality or REENCODE_QUALITY)
+    return out.getvalue()
+
+
+@dataclass(frozen=True)
 class WritePlan:
     """What a writer may need to know before the first record arrives."""
 
@@ -82,6 +134,11 @@ class WritePlan:
     stores: Stores
     array_shape: tuple[int, int, int] | None = None  # per-record shape for array formats
     mean_record_bytes: float = 0.0  # of the source files, for sizing shards and row groups
+    shards: int = 1  # files to split the records into (``--shards``); 1: the format's own layout
+
+    def per_shard(self) -> int:
+        """Records per shard when ``shards`` > 1 (the last shard may hold fewer)."""
+        return max(1, -(-self.count_hint // self.shards))
 
 
 @dataclass(frozen=True)
@@ -97,6 +154,7 @@ class FormatMeta:
     source_bytes: int
     bytes_on_disk: int
     skipped: tuple[tuple[str, str], ...] = ()
+    packing: tuple[tuple[str, int], ...] = ()  # what the conversion did (Packing.as_pairs)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -205,12 +263,16 @@ def payload_digest(payload: Payload) -> bytes:
     return hashlib.sha256(data).digest()
 
 
-def _load_job(job: tuple[str, str, str, str, int]) -> tuple[str, Payload | None, str]:
-    """Read one source file (and decode it for array formats); never raises for a bad file.
+Job = tuple[str, str, str, str, int, Packing | None]
+
+
+def _load_job(job: Job) -> tuple[str, Payload | None, str]:
+    """Read one source file (and decode it for array formats, or repack it); never raises for a
+    bad file.
 
     Returns (path, payload, sha256 of the file) or (path, None, reason).
     """
-    root, rel, expected_sha, stores, size = job
+    root, rel, expected_sha, stores, size, packing = job
     try:
         data = (Path(root) / rel).read_bytes()
     except OSError as exc:
@@ -218,9 +280,11 @@ def _load_job(job: tuple[str, str, str, str, int]) -> tuple[str, Payload | None,
     digest = hashlib.sha256(data).hexdigest()
     if expected_sha and digest != expected_sha:
         return rel, None, "changed since the dataset was scanned (content hash differs)"
-    if stores == "bytes":
+    if stores == "bytes" and (packing is None or not packing.reencodes):
         return rel, data, digest
     try:
+        if stores == "bytes":
+            return rel, repack_jpeg(data, cast(Packing, packing)), digest
         return rel, fixed_array(data, size), digest
     except Exception as exc:  # a file that no longer decodes
         return rel, None, f"cannot decode: {' '.join(str(exc).split())[:200]}"
@@ -258,13 +322,18 @@ def build_format(
     workers: int | None = None,
     progress: bool | None = None,
     array_size: int = ARRAY_SIZE,
+    packing: Packing | None = None,
 ) -> BuildReport:
-    """Write ``entries`` (files under ``root``) as ``spec`` into ``target``, atomically."""
+    """Write ``entries`` (files under ``root``) as ``spec`` into ``target``, atomically;
+    ``packing`` resizes, re-encodes and shards on the way (formats of encoded bytes only)."""
     start = time.perf_counter()
     target = Path(target)
     module = spec.load()  # before making the folder: a library that fails to import leaves nothing
+    check_packing(spec, module, packing)
     with atomic_folder(target, fsync=True) as tmp:
-        meta, synced_s = _write_all(spec, module, root, entries, tmp, workers, progress, array_size)
+        meta, synced_s = _write_all(
+            spec, module, root, entries, tmp, workers, progress, array_size, packing
+        )
     return BuildReport(
         target, meta, time.perf_counter() - start, list(meta.skipped), sync_seconds=synced_s
     )
@@ -279,6 +348,7 @@ def _write_all(
     workers: int | None,
     progress: bool | None,
     array_size: int,
+    packing: Packing | None = None,
 ) -> tuple[FormatMeta, float]:
     """Stream ``entries`` through the format's writer into ``tmp``; the marker comes last.
     Returns the format's metadata and the seconds the records' fsync took.
@@ -306,6 +376,7 @@ def _write_all(
         stores=spec.stores,
         array_shape=shape,
         mean_record_bytes=total / count if count else 0.0,
+        shards=packing.shards if packing else 1,
     )
     in_flight: collections.deque[ImageEntry] = collections.deque()
     skipped: list[tuple[str, str]] = []
@@ -313,12 +384,13 @@ def _write_all(
     totals = {"count": 0, "source_bytes": 0}
     if progress is None:
         progress = sys.stderr.isatty()
-    n_workers = (workers or cpu_count()) if spec.parallel_write else 1
+    reencodes = packing is not None and packing.reencodes
+    n_workers = (workers or cpu_count()) if spec.parallel_write or reencodes else 1
 
-    def jobs() -> Iterator[tuple[str, str, str, str, int]]:
+    def jobs() -> Iterator[Job]:
         for e in entries:
             in_flight.append(e)  # before the job leaves: results come back in this order
-            yield (str(root), e.path, e.sha256, spec.stores, array_size)
+            yield (str(root), e.path, e.sha256, spec.stores, array_size, packing)
 
     (tmp / META_DIR).mkdir()
     keys_file = (tmp / META_DIR / KEYS).open("w", encoding="utf-8")
@@ -340,7 +412,7 @@ def _write_all(
                 keys_file.write(f"{rel}\t{label}\n")
                 totals["count"] += 1
                 totals["source_bytes"] += entry.bytes
-                yield Record(index, rel, label, payload, entry.codec)
+                yield Record(index, rel, label, payload, "jpeg" if reencodes else entry.codec)
 
     stream = records()
     with keys_file:
@@ -364,9 +436,24 @@ def _write_all(
         source_bytes=totals["source_bytes"],
         bytes_on_disk=bytes_on_disk(tmp),
         skipped=tuple(skipped),
+        packing=packing.as_pairs() if packing else (),
     )
     _write_marker(tmp / META_DIR / MARKER, meta)
     return meta, synced_s
+
+
+def check_packing(spec: FormatSpec, module: ModuleType, packing: Packing | None) -> None:
+    """Packing needs a format of encoded bytes; shards need a writer that splits
+    (``SHARDS = True`` in its module). FormatError, before anything is written, otherwise."""
+    if packing is None or (not packing.reencodes and packing.shards == 1):
+        return
+    if spec.stores != "bytes":
+        raise FormatError(
+            f"{spec.name} stores decoded pixels: --resize-short, --quality and --shards are for "
+            "formats that hold the encoded bytes"
+        )
+    if packing.shards > 1 and not getattr(module, "SHARDS", False):
+        raise FormatError(f"{spec.name} cannot be written in shards (--shards)")
 
 
 def _write_marker(path: Path, meta: FormatMeta) -> None:
@@ -381,6 +468,7 @@ def _write_marker(path: Path, meta: FormatMeta) -> None:
         "source_bytes": meta.source_bytes,
         "bytes_on_disk": meta.bytes_on_disk,
         "skipped": [list(s) for s in meta.skipped],
+        "packing": dict(meta.packing),
         "created_utc": datetime.now(UTC).isoformat(),
     }
     with path.open("w", encoding="utf-8") as handle:
@@ -411,6 +499,7 @@ def parse_meta(text: str, where: str) -> FormatMeta:
             source_bytes=int(doc["source_bytes"]),
             bytes_on_disk=int(doc["bytes_on_disk"]),
             skipped=tuple((p, r) for p, r in doc.get("skipped", [])),
+            packing=tuple((str(k), int(v)) for k, v in (doc.get("packing") or {}).items()),
         )
     except (ValueError, KeyError, TypeError) as exc:
         raise FormatError(f"{where}: unreadable completion marker ({exc})") from None
@@ -461,6 +550,14 @@ def quiet_warnings(*categories: type[Warning]) -> Iterator[None]:
         for category in categories or (Warning,):
             warnings.simplefilter("ignore", category)
         yield
+
+
+def shard_streams(records: Iterable[Record], per_shard: int) -> Iterator[Iterator[Record]]:
+    """The records as consecutive runs of ``per_shard``, each consumed before the next starts
+    (streamed: no shard is held in memory); no empty run at the end."""
+    stream = iter(records)
+    while (first := next(stream, None)) is not None:
+        yield itertools.chain([first], itertools.islice(stream, per_shard - 1))
 
 
 def batched(items: Iterable[Any], size: int) -> Iterator[list[Any]]:

@@ -25,11 +25,20 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from imgbench.formats.base import BaseReader, FormatMeta, Record, WritePlan, batched, check_index
+from imgbench.formats.base import (
+    BaseReader,
+    FormatMeta,
+    Record,
+    WritePlan,
+    batched,
+    check_index,
+    shard_streams,
+)
 
 FILE = "data.parquet"  # the layout before the shards: one file
 ROWS_PER_GROUP = 32
 SHARD_ROWS = 8192  # records per file: 256 row groups, about 650 MB of ImageNet-sized JPEGs
+SHARDS = True  # --shards K: K files of about count / K records instead of SHARD_ROWS each
 SCHEMA = pa.schema([("label", pa.int32()), ("image", pa.binary())])
 
 
@@ -53,33 +62,31 @@ def _writer(path: Path) -> pq.ParquetWriter:
 
 
 def write(out: Path, records: Iterable[Record], plan: WritePlan) -> None:
-    writer: pq.ParquetWriter | None = None
-    shards = rows = 0
-    try:
-        for batch in batched(records, ROWS_PER_GROUP):
-            if writer is None or rows >= SHARD_ROWS:
-                if writer is not None:
-                    writer.close()  # frees the metadata of its row groups
-                writer = _writer(out / shard_name(shards))
-                shards, rows = shards + 1, 0
-            table = pa.table(
-                {
-                    "label": pa.array([r.label for r in batch], pa.int32()),
-                    "image": pa.array([r.payload for r in batch], pa.binary()),
-                },
-                schema=SCHEMA,
-            )
-            writer.write_table(table, row_group_size=ROWS_PER_GROUP)
-            rows += len(batch)
-    finally:
-        if writer is not None:
+    per_shard = plan.per_shard() if plan.shards > 1 else SHARD_ROWS
+    for number, shard in enumerate(shard_streams(records, per_shard)):
+        writer = _writer(out / shard_name(number))
+        try:  # closing frees the metadata of its row groups
+            for batch in batched(shard, ROWS_PER_GROUP):
+                table = pa.table(
+                    {
+                        "label": pa.array([r.label for r in batch], pa.int32()),
+                        "image": pa.array([r.payload for r in batch], pa.binary()),
+                    },
+                    schema=SCHEMA,
+                )
+                writer.write_table(table, row_group_size=ROWS_PER_GROUP)
+        finally:
             writer.close()
 
 
 def local_files(path: Path, meta: FormatMeta) -> list[Path]:
     """The store's files: one ``data.parquet`` (stores written before the shards) or the shards."""
     single = path / FILE
-    return [single] if single.is_file() else [path / name for name in shard_names(meta.count)]
+    if single.is_file():
+        return [single]
+    if dict(meta.packing).get("shards", 1) > 1:  # --shards: their own count (data-*.parquet)
+        return sorted(path.glob("data-*.parquet"))
+    return [path / name for name in shard_names(meta.count)]
 
 
 def _use_threads() -> bool:

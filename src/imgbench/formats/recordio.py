@@ -13,6 +13,10 @@ main env imgbench writes the same bytes ``mx.recordio.MXIndexedRecordIO`` +
 * the data of an image record is an ``IRHeader`` (``<IfQQ``: flag, float label, id, id2)
   followed by the encoded image;
 * the ``.idx`` file has one ``key\\toffset`` line per record.
+
+Written with shards (``imgbench dataset convert --shards K``, im2rec's ``--chunks``), the store
+holds ``data-00000.rec`` + ``data-00000.idx``, ...: each pair a complete indexed RecordIO file
+that ``mx.recordio.MXIndexedRecordIO`` opens alone; keys are the records' global indexes.
 """
 
 from __future__ import annotations
@@ -20,12 +24,20 @@ from __future__ import annotations
 import struct
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import BinaryIO, cast
+from typing import BinaryIO, TextIO, cast
 
-from imgbench.formats.base import BaseReader, FormatMeta, Record, WritePlan, check_index
+from imgbench.formats.base import (
+    BaseReader,
+    FormatMeta,
+    Record,
+    WritePlan,
+    check_index,
+    shard_streams,
+)
 
 REC = "data.rec"
 IDX = "data.idx"
+SHARDS = True  # base.check_packing: this writer splits the records into --shards pairs
 MAGIC = 0xCED7230A
 _MAGIC_BYTES = struct.pack("<I", MAGIC)
 _HEAD = struct.Struct("<II")
@@ -96,38 +108,72 @@ def unpack(data: bytes) -> tuple[float, bytes]:
     return label, body
 
 
+def shard_pair(index: int) -> tuple[str, str]:
+    return f"data-{index:05d}.rec", f"data-{index:05d}.idx"
+
+
+def pairs(path: Path) -> list[tuple[Path, Path]]:
+    """The store's (.rec, .idx) files in record order: one ``data.rec`` or the shards."""
+    if (path / REC).is_file():
+        return [(path / REC, path / IDX)]
+    return [(rec, rec.with_suffix(".idx")) for rec in sorted(path.glob("data-*.rec"))]
+
+
 def write(out: Path, records: Iterable[Record], plan: WritePlan) -> None:
-    with (out / REC).open("wb") as rec, (out / IDX).open("w", encoding="ascii") as idx:
-        for record in records:
-            idx.write(f"{record.index}\t{rec.tell()}\n")
-            payload = cast(bytes, record.payload)  # a bytes format gets the file's bytes
-            rec.write(encode_record(pack(record.label, record.index, payload)))
+    if plan.shards <= 1:
+        with (out / REC).open("wb") as rec, (out / IDX).open("w", encoding="ascii") as idx:
+            for record in records:
+                _append(rec, idx, record)
+        return
+    for number, batch in enumerate(shard_streams(records, plan.per_shard())):
+        rec_name, idx_name = shard_pair(number)
+        with (
+            (out / rec_name).open("wb") as rec,
+            (out / idx_name).open("w", encoding="ascii") as idx,
+        ):
+            for record in batch:
+                _append(rec, idx, record)
+
+
+def _append(rec: BinaryIO, idx: TextIO, record: Record) -> None:
+    idx.write(f"{record.index}\t{rec.tell()}\n")
+    payload = cast(bytes, record.payload)  # a bytes format gets the file's bytes
+    rec.write(encode_record(pack(record.label, record.index, payload)))
 
 
 class Reader(BaseReader):
     def __init__(self, path: Path, meta: FormatMeta) -> None:
         super().__init__(path, meta)
-        self._offsets: list[int] = []
-        with (self.path / IDX).open(encoding="ascii") as idx:
-            for line in idx:
-                self._offsets.append(int(line.split("\t")[1]))
-        self._handle = open(self.path / REC, "rb")  # noqa: SIM115
+        self._files = pairs(self.path)
+        self._offsets: list[tuple[int, int]] = []  # (shard, offset) per record
+        for shard, (_, idx_path) in enumerate(self._files):
+            with idx_path.open(encoding="ascii") as idx:
+                for line in idx:
+                    self._offsets.append((shard, int(line.split("\t")[1])))
+        self._handles: dict[int, BinaryIO] = {}
 
     def __len__(self) -> int:
         return len(self._offsets)
 
     def __getitem__(self, index: int) -> tuple[bytes, int]:
-        self._handle.seek(self._offsets[check_index(index, len(self._offsets))])
-        data = read_record(self._handle)
+        shard, offset = self._offsets[check_index(index, len(self._offsets))]
+        handle = self._handles.get(shard)
+        if handle is None:
+            handle = self._handles[shard] = open(self._files[shard][0], "rb")  # noqa: SIM115
+        handle.seek(offset)
+        data = read_record(handle)
         assert data is not None
         label, image = unpack(data)
         return image, int(label)
 
     def __iter__(self) -> Iterator[tuple[bytes, int]]:
-        with open(self.path / REC, "rb", buffering=1 << 20) as handle:
-            while (data := read_record(handle)) is not None:
-                label, image = unpack(data)
-                yield image, int(label)
+        for rec_path, _ in self._files:
+            with open(rec_path, "rb", buffering=1 << 20) as handle:
+                while (data := read_record(handle)) is not None:
+                    label, image = unpack(data)
+                    yield image, int(label)
 
     def close(self) -> None:
-        self._handle.close()
+        for handle in self._handles.values():
+            handle.close()
+        self._handles.clear()

@@ -21,6 +21,7 @@ from imgbench.formats.npy import NpyWriter
 SHARD_BYTES = 256 * 1024 * 1024
 SHARD_COUNT = 10_000
 PATTERN = "shard-%06d.tar"
+SHARDS = True  # --shards K: K tar files of about count / K records (ShardWriter's maxcount)
 
 
 def write(out: Path, records: Iterable[Record], plan: WritePlan) -> None:
@@ -29,7 +30,10 @@ def write(out: Path, records: Iterable[Record], plan: WritePlan) -> None:
     # labels and the index are streamed to their .npy files (memory flat in the record count)
     labels = NpyWriter(out / "labels.npy", np.int32)
     with wds.ShardWriter(
-        str(out / PATTERN), maxcount=SHARD_COUNT, maxsize=SHARD_BYTES, verbose=0
+        str(out / PATTERN),
+        maxcount=plan.per_shard() if plan.shards > 1 else SHARD_COUNT,
+        maxsize=SHARD_BYTES,
+        verbose=0,
     ) as sink:
         for record in records:
             ext = EXTENSIONS.get(record.codec, ".img").lstrip(".")
