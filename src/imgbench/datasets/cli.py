@@ -36,6 +36,10 @@ def synth(
         ),
     ] = "medium",
     workers: Annotated[int | None, typer.Option(help="processes (default: every core)")] = None,
+    task: Annotated[
+        str, typer.Option(help="classification | segmentation (images/ + masks/ pairs)")
+    ] = "classification",
+    masks: Annotated[str, typer.Option(help="segmentation masks: palette | rgb PNG")] = "palette",
 ) -> None:
     """Photo-like synthetic images, deterministic, on every core."""
     from . import synth as generator
@@ -43,6 +47,11 @@ def synth(
 
     if size is None and sizes is None:
         size = "500x375"
+    if task == "segmentation":
+        _synth_pairs(out, n, size or "500x375", codec, quality, masks, seed)
+        return
+    if task != "classification":
+        raise fail(ValueError(f"--task is classification or segmentation, not {task}"))
     try:
         fixed = generator.parse_size(size) if size else None
         level = parse_detail(detail, quality, seed)
@@ -66,6 +75,27 @@ def synth(
     console.print(f"{n} images in {out} ({n / seconds:,.0f} images/s)", highlight=False)
 
 
+def _synth_pairs(
+    out: Path, n: int, size: str, codec: str, quality: int, masks: str, seed: int
+) -> None:
+    from . import synth as generator
+    from .pairs_synth import generate_pairs
+
+    try:
+        generate_pairs(
+            out,
+            n,
+            size=generator.parse_size(size),
+            codec=codec,
+            quality=quality,
+            masks=masks,
+            seed=seed,
+        )
+    except (ValueError, OSError) as exc:
+        raise fail(exc) from None
+    console.print(f"{n} image + mask pairs in {out} (images/ + masks/)", highlight=False)
+
+
 @dataset_app.command()
 def scan(
     path: Annotated[Path, typer.Argument(help="a folder of images (recursive)")],
@@ -81,6 +111,23 @@ def scan(
         raise fail(exc) from None
     with result:
         _print_scan(result, manifest)
+    _print_pairs(path)
+
+
+def _print_pairs(path: Path) -> None:
+    """The segmentation layout found, and every file without a partner (one line each)."""
+    from .pairs import detect
+
+    layout = detect(path)  # scan_to_file already raised for a layout that does not pair
+    if layout is None:
+        return
+    console.print(
+        f"layout: {layout.name} ({layout.image_dir}/ + {layout.mask_dir}/), "
+        f"{len(layout.pairs):,} pairs; the masks are not in the manifest",
+        highlight=False,
+    )
+    for line in layout.unpaired_lines():
+        console.print(f"[yellow]unpaired[/] {line}", highlight=False)
 
 
 def _print_scan(result: ManifestFile, manifest: Path | None) -> None:

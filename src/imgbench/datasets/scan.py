@@ -43,6 +43,8 @@ from .manifest import (
     arrow_system_pool,
     iter_rows,
 )
+from .pairs import detect as detect_pairs
+from .pairs import mask_folders
 from .parallel import WorkerPool, cpu_count
 
 log = logging.getLogger(__name__)
@@ -244,6 +246,7 @@ def iter_files(
     if counts is None:
         counts = {}
     counts.setdefault("ignored", 0)
+    masks = mask_folders(Path(root))  # a segmentation layout's masks are never images to time
 
     def walk(folder: Path, prefix: str) -> Iterator[tuple[str, os.stat_result]]:
         try:
@@ -262,6 +265,8 @@ def iter_files(
         names.sort()
         for key in names:
             if key.endswith("/"):
+                if not prefix and key[:-1] in masks:
+                    continue
                 yield from walk(folder / key[:-1], prefix + key)
                 continue
             full = folder / key
@@ -384,6 +389,7 @@ def _scan_to_file(
     if not root.is_dir():
         raise DatasetError(f"dataset path is not a directory: {root}")
     root = root.resolve()
+    detect_pairs(root)  # a segmentation layout whose files do not pair is an error naming them
     limit = max_pixels_default() if max_pixels is None else int(max_pixels)
     total = None
     if progress:  # a count first, so the bar has an ETA
