@@ -134,13 +134,15 @@ def case_row(
             dataset_mean_bytes=dataset.mean_bytes,
             dataset_codec=dataset.codec,
         )
-    if settings is not None:  # skipped rows too: which disk the session's data sat on
-        row.update(disk_profile(settings.disk_profile).columns())
     if outcome is not None:
         if settings is not None:
             row.update(settings_columns(settings))
         row.update(measurement_columns(outcome))
         row["extra_json"] = json.dumps({"timer": outcome.timer, **outcome.extra}, default=str)
+    if settings is not None:  # skipped rows too: which disk the case's data sat on
+        # an object store keeps its data in its own folder, never on the emulated disk
+        disk = "none" if row.get("storage") == "s3" else settings.disk_profile
+        row.update(disk_profile(disk).columns())
     return row
 
 

@@ -161,8 +161,8 @@ _FIELDS: list[tuple[str, pa.DataType, str]] = [
     (
         "disk_profile",
         pa.string(),
-        "the emulated disk the session's data sat on (--disk): none (the real disk) | hdd | "
-        "sata-ssd | nvme: a loop device whose reads are capped (docs/disks.md)",
+        "the emulated disk the case's data sat on (--disk): none (the real disk; s3 rows always) "
+        "| hdd | sata-ssd | nvme: a loop device whose reads are capped (docs/disks.md)",
     ),
     ("disk_read_iops_limit", pa.int64(), "disk_profile's read IOPS cap in force; null for none"),
     (
