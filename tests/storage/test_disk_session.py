@@ -16,6 +16,29 @@ from tests.conftest import run_pytest
 from tests.shared_runs import BENCHES, REPO, write_photos
 
 REASON = unavailable_reason()
+PROFILE = """
+[tool.imgbench.profiles.disktest]
+base = "quick"
+rounds = 2
+warmup_rounds = 1
+
+[tool.imgbench.profiles.disktest.read]
+libraries = ["pillow"]
+codecs = ["jpeg"]
+memory_threads = []
+disk_threads = [1]
+disk_codecs = ["jpeg"]
+native = false
+batch_sizes = []
+
+[tool.imgbench.profiles.disktest.format]
+libraries = ["folder", "lmdb"]
+storages = ["local"]
+caches = ["cold"]
+orders = ["shuffled"]
+payloads = ["bytes"]
+raw_ceiling = false
+"""
 
 
 def _leftovers() -> tuple[str, str, list[str]]:
@@ -36,30 +59,38 @@ def _leftovers() -> tuple[str, str, list[str]]:
 def test_hdd_session_rows_and_nothing_left(tmp_path: Path) -> None:
     before = _leftovers()
     dataset = write_photos(tmp_path / "photos")
+    (tmp_path / "pyproject.toml").write_text(PROFILE)
     proc = run_pytest(
         [
+            str(BENCHES / "bench_readers.py"),
             str(BENCHES / "bench_formats.py"),
             "-k",
-            "image-folder and read",
+            "cold",
             f"--dataset={dataset}",
-            "--imgbench-profile=quick",
-            "--imgbench-rounds=1",
+            "--imgbench-profile=disktest",
             "--imgbench-disk=hdd",
             f"--imgbench-results={tmp_path / 'results'}",
         ],
         cwd=tmp_path,
         timeout=170,
-        env={**os.environ, "PYTHONPATH": str(REPO)},
+        env={
+            **os.environ,
+            "PYTHONPATH": str(REPO),
+            "IMGBENCH_PYPROJECT": str(tmp_path / "pyproject.toml"),
+        },
     )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
     (parquet,) = (tmp_path / "results").glob("*.parquet")
     frame = pd.read_parquet(parquet)
-    assert len(frame) >= 1 and set(frame["status"]) == {"ok"}, frame[["case_id", "reason"]]
+    assert set(frame["status"]) == {"ok"}, frame[["case_id", "reason"]].to_string()
+    assert set(frame["stage"]) == {"read", "format"}
+    assert set(frame["cache_state"]) == {"cold"}
     assert set(frame["disk_profile"]) == {"hdd"}
     assert set(frame["disk_read_iops_limit"]) == {150}
     assert set(frame["disk_read_bytes_per_s_limit"]) == {180_000_000}
     assert set(frame["dataset_name"]) == {"photos"}  # the copy keeps the dataset's name
-    if "storage_device_kind" in frame and frame["storage_device_kind"].notna().all():
-        assert set(frame["storage_device_kind"]) == {"loop"}  # read from the emulated disk
+    if "storage_device_kind" in frame:  # read from the emulated disk, and cold: from the device
+        assert set(frame["storage_device_kind"]) == {"loop"}
+        assert (frame["io_reads_per_s"] > 0).all()
     assert _leftovers() == before
     assert not any(r.pid > 0 and not r.owner_alive() for r in records())
