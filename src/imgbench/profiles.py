@@ -405,7 +405,8 @@ BUILTIN: dict[str, Profile] = {
                     thread_sweep=(1, 2, 4, 2 * (os.cpu_count() or 2)),
                     au_accelerators=(50, 100, 200, 400),
                     cow_workers=(0, 1, 2, 3, 4),
-                    cow_entries=2_000_000,
+                    # seed 001's scale: ten million paths (a list of them is ~1.1 GB per copy)
+                    cow_entries=10_000_000,
                     s3_network_shapes=("rtt0ms-unlimited", "rtt50ms-unlimited"),
                     supply_decoders="all",
                     # the plan's own, and the Pillow and albumentations pipelines in their

@@ -37,6 +37,9 @@ class LoaderPlan(StagePlan):
     in_order_workers: tuple[int, ...] = (2,)
     cow_workers: tuple[int, ...] = (0, 2, 4)  # the copy-on-access memory experiment
     cow_entries: int = 1_000_000
+    # the index kinds it compares (imgbench.loaders.cow.INDEX_KINDS): pandas is seed 001's case,
+    # streamed the MPDataset way (a text file each worker reads its shard of)
+    cow_kinds: tuple[str, ...] = ("list", "numpy", "pyarrow", "pandas", "streamed")
     # pipelines whose store is in the session's S3 bucket (storage "s3"), each swept over
     # s3_workers with the first emulated accelerator speed (AU: how many workers hide the
     # network), once per network shape (imgbench.objectstore.shaping names; rtt0ms-unlimited

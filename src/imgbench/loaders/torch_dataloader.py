@@ -39,7 +39,10 @@ class TorchLoader:
         seed: int = 0,
         collate_fn: Any = None,
         loader_class: type | None = None,
+        iterable: bool = False,
     ) -> None:
+        """``iterable``: ``pipeline`` is an ``IterableDataset`` (each worker yields its own
+        part; no sampler), as the copy-on-access experiment's streamed index is."""
         import torch
         from torch.utils.data import DataLoader, Dataset, RandomSampler
 
@@ -59,7 +62,9 @@ class TorchLoader:
             if "in_order" in params:  # torch >= 2.6: batches as workers finish them
                 kwargs["in_order"] = bool(params["in_order"])
         generator = torch.Generator().manual_seed(seed)
-        sampler = RandomSampler(pipeline, num_samples=ENDLESS, generator=generator)
+        sampler = (
+            None if iterable else RandomSampler(pipeline, num_samples=ENDLESS, generator=generator)
+        )
         self.loader = (loader_class or DataLoader)(
             cast("Dataset[Any]", pipeline),  # a map-style dataset by duck typing: len, [i]
             batch_size=int(params["batch_size"]),
