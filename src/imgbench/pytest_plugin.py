@@ -37,6 +37,7 @@ from imgbench.pytest_options import add_options, settings_from
 from imgbench.results.location import ResultsLocation, ResultsLocationError, results_location
 from imgbench.results.store import rows_table
 from imgbench.stages import STAGES, session_cases
+from imgbench.storage.disk import DiskUnavailableError
 from imgbench.storage.records import cleanup_leftovers
 from imgbench.storage.session import DiskSession
 
@@ -134,7 +135,8 @@ def _open_disk(state: SessionState) -> None:
     try:
         state.manager.dataset = disk.open()
     except Exception as exc:  # DiskUnavailableError, a dataset that does not load, a failed copy
-        state.disk_unavailable = f"emulated disk {disk.profile.name} unavailable: {one_line(exc)}"
+        why = str(exc) if isinstance(exc, DiskUnavailableError) else one_line(exc)
+        state.disk_unavailable = f"emulated disk {disk.profile.name} unavailable: {why}"
         return
     state.disk = disk
 

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
+import sys
+import tempfile
 from pathlib import Path
 
 import pandas as pd
@@ -94,3 +97,53 @@ def test_hdd_session_rows_and_nothing_left(tmp_path: Path) -> None:
         assert (frame["io_reads_per_s"] > 0).all()
     assert _leftover_ids() == set()
     assert not any(not r.owner_alive() for r in records())
+
+
+def test_a_session_that_cannot_set_up_its_disk_skips_every_case_with_why() -> None:
+    """As ``nobody`` (where root can switch to it): the rows are skipped with the one line."""
+    if os.geteuid() != 0 or shutil.which("setpriv") is None:
+        pytest.skip("needs root and setpriv to run a session as nobody")
+    # pytest's own temp folders are root's alone (mode 700): nobody needs one it can enter
+    with tempfile.TemporaryDirectory(prefix="imgbench-nobody-") as folder:
+        _as_nobody(Path(folder))
+
+
+def _as_nobody(tmp_path: Path) -> None:
+    dataset = write_photos(tmp_path / "photos")
+    tmp_path.chmod(0o777)
+    for path in [dataset, *dataset.rglob("*")]:
+        path.chmod(0o755 if path.is_dir() else 0o644)
+    proc = subprocess.run(
+        [
+            "setpriv",
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            sys.executable,
+            "-m",
+            "pytest",
+            "-p",
+            "no:cacheprovider",
+            str(BENCHES / "bench_formats.py"),
+            "-k",
+            "image-folder and read",
+            f"--dataset={dataset}",
+            "--imgbench-profile=quick",
+            "--imgbench-disk=hdd",
+            f"--imgbench-results={tmp_path / 'results'}",
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PYTHONPATH": str(REPO), "HOME": str(tmp_path)},
+    )
+    parquets = list((tmp_path / "results").glob("*.parquet"))
+    if not parquets:
+        pytest.skip(f"a session as nobody did not run here: {proc.stderr.strip()[-300:]}")
+    frame = pd.read_parquet(parquets[0])
+    assert set(frame["status"]) == {"skipped"}
+    assert set(frame["reason"]) == {
+        "emulated disk hdd unavailable: emulated disks need root (loop devices, mount, cgroups)"
+    }
+    assert set(frame["disk_profile"]) == {"hdd"}
