@@ -82,6 +82,7 @@ def test_the_command_packs(source: Path, tmp_path: Path) -> None:
     args = ["dataset", "convert", str(source), "--to", "recordio", "--out", str(out)]
     result = runner.invoke(app, [*args, "--resize-short", "64", "--quality", "90", "--shards", "2"])
     assert result.exit_code == 0, result.output
+    assert result.output.rstrip().endswith("resize-short 64, quality 90, shards 2")
     marker = json.loads((out / "_imgbench" / "complete.json").read_text())
     assert marker["packing"] == {"resize_short": 64, "quality": 90, "shards": 2}
     bad = runner.invoke(app, [*args[:-1], str(tmp_path / "x"), "--shards", "0"])

@@ -265,7 +265,8 @@ def convert(
         f"{report.images_per_s:,.0f} images/s (scan and check {report.scan_s:,.1f} s, "
         f"write {report.write_images_per_s:,.0f} images/s), "
         f"{report.bytes_on_disk / 1e6:,.1f} MB on disk ({ratio:.3f}x the source), "
-        f"{len(report.left_out)} files skipped, peak RSS {peak_rss_bytes() / 2**20:,.0f} MiB",
+        f"{len(report.left_out)} files skipped, peak RSS {peak_rss_bytes() / 2**20:,.0f} MiB"
+        + "".join(f", {key.replace('_', '-')} {value}" for key, value in packing.as_pairs()),
         highlight=False,
         soft_wrap=True,  # one line, whatever the terminal's width: a summary to read or grep
     )
