@@ -6,6 +6,7 @@ import pandas as pd
 
 from imgbench.answer import Answer
 from imgbench.answer.decoders import VERSUS, DecoderRanking
+from imgbench.report.disks import disks_markdown
 from imgbench.report.document import SHOWN_CANDIDATES, Report
 
 
@@ -116,6 +117,7 @@ def render_markdown(report: Report) -> str:
         lines += _answer(answer)
     for ranking in report.decoders:
         lines += decoder_tables(ranking)
+    lines += disks_markdown(report.disks)
     if not report.problems.empty:
         lines += ["### Skipped and failed cases", "", "| status | stage | reason | cases |"]
         lines.append("|---|---|---|---:|")
