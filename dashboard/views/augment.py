@@ -24,6 +24,7 @@ JSON_KEYS = [
     "agreement_max_abs",
     "agreement_tolerance",
     "agreement_reference",
+    "part",  # a task's part: crop-ocr's one-hot heads (src/imgbench/augment/cases.py)
 ]
 
 
@@ -43,6 +44,12 @@ def prepare(rows: pd.DataFrame) -> pd.DataFrame:
     rows["kind"] = rows["pipeline"].notna().map({True: "pipeline", False: "transform"})
     rows["name"] = rows["pipeline"].where(rows["pipeline"].notna(), rows["transform"])
     rows["name"] = rows["name"].where(rows["name"].notna(), rows["variant"]).astype(str)
+    # segmentation and crop-ocr rows are their own kind: never in the transform heatmap
+    task = rows["task"] if "task" in rows else pd.Series(None, index=rows.index, dtype="object")
+    other = task.notna() & (task != "classification")
+    part = rows["part"].fillna("").astype(str).map(lambda p: f" {p}" if p else "")
+    rows.loc[other, "kind"] = "task"
+    rows.loc[other, "name"] = task[other].astype(str) + part[other]
     batch = pd.to_numeric(rows["batch_size"], errors="coerce")
     suffix = batch.astype("Int64").astype(str).radd(" · batch ")
     rows["runner"] = rows["library"].astype(str) + suffix.where(batch.notna(), "")
@@ -124,6 +131,13 @@ def render(view: View) -> None:
                 "Outputs disagree beyond tolerance: "
                 + ", ".join(f"{r.runner} {r.name}" for r in disagree.itertuples())
             )
+
+    tasks = rows[rows["kind"] == "task"]
+    if not tasks.empty:
+        st.subheader("Tasks beyond classification: segmentation, crop-ocr")
+        st.caption("Each task is its own work: compare libraries within a task, never across.")
+        summary = summarise(tasks, ["name", "runner", "agreement"])
+        st.dataframe(summary, hide_index=True)
 
     st.subheader("Pipelines")
     pipelines = rows[rows["kind"] == "pipeline"]

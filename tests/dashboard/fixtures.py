@@ -289,6 +289,21 @@ def augment_rows(spec: RunSpec, rng: np.random.Generator) -> list[dict[str, Any]
                         library_version="2.0",
                     )
                 )
+        rows.append(  # a task beyond classification: its own kind on the page
+            _row(
+                spec,
+                rng,
+                stage="augment",
+                library=library,
+                variant="numpy",
+                threads=1,
+                ips=300.0 * factor,
+                params={"task": "segmentation", "threads": 1},
+                extra={"agreement": "pass"},
+                task="segmentation",
+                library_version="2.0",
+            )
+        )
     return rows
 
 

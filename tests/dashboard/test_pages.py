@@ -130,6 +130,8 @@ def test_augment_heatmap_flags_disagreement(open_app, standard_results: Path) ->
     pipelines = chart_data(at, 1, "ci_low")
     assert "kornia · batch 32" in set(pipelines["runner"])
     assert set(pipelines["name"]) == {"train-classification", "light"}
+    assert "segmentation" not in set(heat["name"])  # task rows: their own table
+    assert any("segmentation" in set(d.value["name"]) for d in at.dataframe)
 
 
 def test_formats_warm_cold_order_and_size(open_app, standard_results: Path) -> None:
