@@ -115,3 +115,13 @@ def test_bad_masks_are_named_in_one_line(tmp_path: Path) -> None:
     assert layout is not None
     with pytest.raises(MaskError, match=r"^masks/00000.png: colour \(1, 2, 3\) not in"):
         load_pairs(tmp_path, layout, 1)
+
+
+def test_yolo_labels_and_coco_annotations_are_not_masks(tmp_path: Path) -> None:
+    _touch_png(tmp_path / "images" / "a.png", mode="RGB")
+    (tmp_path / "labels").mkdir()
+    (tmp_path / "labels" / "a.txt").write_text("0 0.5 0.5 0.1 0.1\n")
+    (tmp_path / "annotations").mkdir()
+    (tmp_path / "annotations" / "instances.json").write_text("{}")
+    assert detect(tmp_path) is None
+    assert [e.path for e in scan(tmp_path, workers=1).entries] == ["images/a.png"]

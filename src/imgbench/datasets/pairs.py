@@ -58,16 +58,27 @@ def _files(folder: Path) -> list[str]:
     return sorted(found)
 
 
+def _has_images(folder: Path) -> bool:
+    """Any image file below ``folder`` (stops at the first): YOLO's labels/*.txt are not masks."""
+    for _, dirnames, filenames in os.walk(folder):
+        dirnames[:] = [d for d in dirnames if not d.startswith(".")]
+        if any(Path(n).suffix.lower() in IMAGE_SUFFIXES for n in filenames):
+            return True
+    return False
+
+
 def _structure(root: Path) -> tuple[str, str, str] | None:
-    """(layout, image folder, mask folder) when ``root`` has one of the layouts."""
-    if (root / "JPEGImages").is_dir() and (root / "SegmentationClass").is_dir():
-        return "voc", "JPEGImages", "SegmentationClass"
-    if (root / "leftImg8bit").is_dir() and (root / "gtFine").is_dir():
-        return "cityscapes", "leftImg8bit", "gtFine"
-    if (root / "images").is_dir():
-        for name in MASK_DIRS:
-            if (root / name).is_dir():
-                return "images+masks", "images", name
+    """(layout, image folder, mask folder) when ``root`` has one of the layouts, its mask
+    folder holding images (an ``annotations/`` of JSON or a ``labels/`` of text is no mask side)."""
+    candidates = [
+        ("voc", "JPEGImages", "SegmentationClass"),
+        ("cityscapes", "leftImg8bit", "gtFine"),
+    ]
+    candidates += [("images+masks", "images", name) for name in MASK_DIRS]
+    for layout, image_dir, mask_dir in candidates:
+        both = (root / image_dir).is_dir() and (root / mask_dir).is_dir()
+        if both and _has_images(root / mask_dir):
+            return layout, image_dir, mask_dir
     return None
 
 
