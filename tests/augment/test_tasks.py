@@ -186,3 +186,16 @@ def test_a_mask_of_another_size_fails_the_row_naming_the_file(tmp_path: Path) ->
         CaseFailed, match=r"masks/00001.png: mask is 80x60, its image .* is 160x120"
     ):
         _prepare_task(_ctx(tmp_path), _task_case("opencv/numpy", task="segmentation"))
+
+
+def test_verify_cli_task_table() -> None:
+    from typer.testing import CliRunner
+
+    from imgbench.cli import app
+
+    runner = CliRunner(env={"COLUMNS": "200"})
+    result = runner.invoke(app, ["verify", "augment", "--task", "crop-ocr", "--strict"])
+    assert result.exit_code == 0, result.output
+    assert "pillow/pil" in result.output and "pass (reference)" in result.output
+    result = runner.invoke(app, ["verify", "augment", "--task", "seg"])
+    assert result.exit_code != 0 and "unknown task seg" in result.output
