@@ -177,7 +177,8 @@ _FIELDS: list[tuple[str, pa.DataType, str]] = [
         "task",
         pa.string(),
         "what a sample is and what comes out: classification | segmentation | crop-ocr "
-        "(augment stage; docs/augment.md); null where the stage has no tasks",
+        "(augment and loader rows, classification unless the case says; docs/augment.md); "
+        "null where the stage has no tasks (read, format)",
     ),
     ("params_json", pa.string(), "all parameters of the case as JSON"),
     # thread and allocator settings in force while timing
