@@ -75,9 +75,9 @@ def main() -> None:
     print(loader_table(main_rows).to_string(index=False, float_format=lambda v: f"{v:,.2f}"))
     for ranking in decoder_rankings(frame):
         print(f"\ndecoders, {ranking.title}: one thread")
-        print(ranking.single.to_string(index=False, float_format=lambda v: f"{v:,.0f}"))
+        print(ranking.single_text().to_string(index=False))
         print(f"inside the loader ({ranking.loader}, {ranking.pipeline}):")
-        print(ranking.in_loader.to_string(index=False, float_format=lambda v: f"{v:,.0f}"))
+        print(ranking.in_loader_text().to_string(index=False))
     print("\nAlbumentationsX beside albumentations (one thread, same transform):")
     table = augment_pairs(main_rows, "albumentations", "albumentationsx")
     print(table.to_string(float_format=lambda v: f"{v:,.2f}"))
