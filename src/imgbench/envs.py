@@ -280,7 +280,8 @@ ENVIRONMENTS: dict[str, EnvSpec] = {
     "tensorflow": EnvSpec(
         name="tensorflow",
         drop=(),
-        last=("tensorflow-cpu>=2.16",),
+        # py-spy: `imgbench profile --env tensorflow` samples a Keras PyDataset's workers
+        last=("tensorflow-cpu>=2.16", "py-spy>=0.4"),
         verify_code=_VERIFY_TENSORFLOW,
         problem=_tensorflow_problem,
     ),
