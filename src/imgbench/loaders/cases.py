@@ -29,6 +29,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any, TypedDict
 
 from imgbench.library import select
+from imgbench.loaders.cold import cold_cache
 from imgbench.loaders.pipeline import FILES, LOCAL, NO_AUGMENT, S3, PipelineConfig
 from imgbench.loaders.plan import LoaderPlan
 from imgbench.loaders.registry import LoaderSpec, get_loader, loaders, pipeline_config
@@ -464,6 +465,11 @@ def prepare_loader(
         source, storage_extra = s3_source(ctx, config, case_access(ctx, case))
     else:
         source = make_source(ctx, config, spec.own_formats)
+    # on an emulated disk the rounds read cold (imgbench.loaders.cold); warm elsewhere
+    cache = None
+    if config.storage != S3:
+        own = config.format != FILES and config.format in spec.own_formats
+        cache = cold_cache(ctx, source, own)
     labels = known_labels(source)
     if wrap is not None:
         source = wrap(source)
@@ -508,6 +514,8 @@ def prepare_loader(
         images_per_item=batch_size,
         megapixels_per_round=n_batches * batch_size * side * side / 1e6,
         cache_method=S3_CACHE_METHOD if config.storage == S3 else LOCAL_CACHE_METHOD,
+        cache=cache,
+        before_round=cache.before_round if cache is not None else None,
         extra=run.extra,
         close=run.close,
         min_round_s=spec.min_round_s,

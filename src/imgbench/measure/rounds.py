@@ -469,7 +469,13 @@ def time_workload(
         host_wait_s=timed.waited_s,
         host_reference_s=gate.reference_s,
         host_max_ratio=gate.max_ratio,
-        columns={**(facts.columns() if facts else {}), **meter.columns()},
+        columns={
+            **(facts.columns() if facts else {}),
+            **meter.columns(),
+            # the state the rounds started from, where the workload made one (a loader's rounds
+            # on an emulated disk are cold; imgbench.loaders.cold)
+            **({"cache_state": workload.cache.state} if workload.cache else {}),
+        },
     )
 
 
