@@ -14,6 +14,7 @@ import pandas as pd
 
 from imgbench.answer import Answer, answers, problems
 from imgbench.answer.decoders import DecoderRanking, decoder_rankings
+from imgbench.answer.disk_advice import DiskAdvice, disk_advice, hdd_over_real
 from imgbench.answer.disks import DiskTable, disk_tables
 from imgbench.answer.gpu import GpuVerdict, gpu_verdict
 from imgbench.results.location import ObjectPath
@@ -37,6 +38,9 @@ class Report:
     gpu: GpuVerdict | None = None
     # per storage device: the read and format rows' images/s beside iostat's figures
     disks: list[DiskTable] = field(default_factory=list)
+    # per format read cold on both: the emulated HDD's images/s over the real disk's
+    hdd_ratios: pd.DataFrame = field(default_factory=pd.DataFrame)
+    disk_advice: list[DiskAdvice] = field(default_factory=list)  # per measured disk
     created_utc: datetime = field(default_factory=lambda: datetime.now(UTC))
 
     @property
@@ -56,6 +60,8 @@ def build_report(frame: pd.DataFrame, loaded: LoadedResults, source: str) -> Rep
         decoders=decoder_rankings(frame) if not frame.empty else [],
         gpu=gpu_verdict(frame) if not frame.empty else None,
         disks=disk_tables(frame),
+        hdd_ratios=hdd_over_real(frame),
+        disk_advice=disk_advice(frame),
     )
     if not loaded.files and not loaded.skipped:
         report.notes.append(f"no result files in {source}: {BENCH_HINT}")

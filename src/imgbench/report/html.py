@@ -14,7 +14,7 @@ import altair as alt
 from imgbench.answer import Answer
 from imgbench.answer.decoders import DecoderRanking
 from imgbench.report.charts import candidates_chart, stage_times_chart
-from imgbench.report.disks import disks_html
+from imgbench.report.disks import disk_answer_html, disks_html
 from imgbench.report.document import SHOWN_CANDIDATES, Report
 
 STYLE = """
@@ -172,6 +172,7 @@ def render_html(report: Report) -> str:
     body.extend(_answer(answer) for answer in report.answers)
     body.extend(_decoders(ranking) for ranking in report.decoders)
     body.append(disks_html(report.disks))
+    body.append(disk_answer_html(report.hdd_ratios, report.disk_advice))
     if not report.problems.empty:
         body.append("<h2>Skipped and failed cases</h2>")
         body.append(

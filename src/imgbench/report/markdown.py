@@ -6,7 +6,7 @@ import pandas as pd
 
 from imgbench.answer import Answer
 from imgbench.answer.decoders import VERSUS, DecoderRanking
-from imgbench.report.disks import disks_markdown
+from imgbench.report.disks import disk_answer_markdown, disks_markdown
 from imgbench.report.document import SHOWN_CANDIDATES, Report
 
 
@@ -118,6 +118,7 @@ def render_markdown(report: Report) -> str:
     for ranking in report.decoders:
         lines += decoder_tables(ranking)
     lines += disks_markdown(report.disks)
+    lines += disk_answer_markdown(report.hdd_ratios, report.disk_advice)
     if not report.problems.empty:
         lines += ["### Skipped and failed cases", "", "| status | stage | reason | cases |"]
         lines.append("|---|---|---|---:|")
