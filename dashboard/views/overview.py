@@ -12,6 +12,7 @@ from dashboard.charts import show
 from dashboard.state import BENCH_HINT, View, current_view
 
 from imgbench.answer import Answer, answers, problems
+from imgbench.answer.disk_advice import disk_advice, hdd_over_real
 from imgbench.answer.gpu import gpu_verdict
 from imgbench.report.charts import candidates_chart, stage_times_chart
 from imgbench.results.store import run_summary
@@ -94,6 +95,24 @@ def render_answer(answer: Answer) -> None:
         )
 
 
+def render_disks(frame: pd.DataFrame) -> None:
+    """Per measured disk (an emulated one beside the real one): the pick and whether packing pays
+    off, then the emulated HDD's cold images/s over the real disk's per format."""
+    advice = disk_advice(frame)
+    if advice:
+        st.subheader("Which format and workers on each disk")
+        st.markdown("\n".join(f"- {line}" for disk in advice for line in disk.lines()))
+    ratios = hdd_over_real(frame)
+    if not ratios.empty:
+        st.caption(
+            "Emulated HDD over the real disk, cold: per format read cold on both, the HDD's "
+            "images/s over the real disk's (below 1: the HDD is slower)"
+        )
+        st.dataframe(
+            ratios.round({"real images/s": 0, "hdd images/s": 0, "hdd/real": 2}), hide_index=True
+        )
+
+
 def render(view: View) -> None:
     st.title("Overview")
     frame = view.frame
@@ -133,6 +152,7 @@ def render(view: View) -> None:
     allocator = allocator_text(view.ok())
     if allocator:
         st.markdown(allocator)
+    render_disks(frame)
 
     st.subheader("Runs")
     st.caption("Every run in the folder that passes the filters other than Run.")

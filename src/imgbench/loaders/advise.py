@@ -440,6 +440,7 @@ def advise_command(
         _print_au(console, advice, target)
         _print_answer(console, advice)
         _print_allocators(console, advice.allocator_gains)
+        _print_disks(console, frame)
         return
     best = advice.others.iloc[0]
     needed = workers_needed(best["pipeline_s_per_image"], target)
@@ -470,6 +471,16 @@ def advise_command(
     _print_au(console, advice, target)
     _print_answer(console, advice)
     _print_allocators(console, advice.allocator_gains)
+    _print_disks(console, frame)
+
+
+def _print_disks(console: Console, frame: pd.DataFrame) -> None:
+    """Per measured disk: the format and workers to pick, and whether packing pays off there."""
+    from imgbench.answer.disk_advice import disk_advice
+
+    for disk in disk_advice(frame):
+        for line in disk.lines():
+            console.print(line)
 
 
 def _print_memory_rule(console: Console, advice: Advice) -> None:
