@@ -161,6 +161,8 @@ _DEFAULT = Profile(
             "s3_pipelines": [],
             "in_order_workers": [],
             "supply_decoders": [],
+            "task_pipelines": [],
+            "task_pipelines_at_cores": [],
         },
     },
     # what keeps make bench under 25 minutes on 2 cores (docs/measuring.md has the per-stage
@@ -205,6 +207,11 @@ _DEFAULT = Profile(
             ),
             cow_workers=(0, 2),
             s3_workers=(0, 2),
+            # the tasks' loaders: segmentation at 0 and one worker per core, crop-ocr at one per
+            # core (~15 s estimated from the DataLoader rows' wall_s of a default run, 2026-11-27)
+            task_pipelines=("segmentation",),
+            task_workers=(0, os.cpu_count() or 2),
+            task_pipelines_at_cores=("crop-ocr",),
             # every full-size JPEG decoder inside the DataLoader at 0..cores workers (the
             # synthetic set only: extra_dataset_plans turns it off)
             supply_decoders="all",
@@ -248,6 +255,8 @@ _DEFAULT = Profile(
             "s3_pipelines": [],
             "in_order_workers": [],
             "supply_decoders": [],
+            "task_pipelines": [],
+            "task_pipelines_at_cores": [],
         },
     },
 )
@@ -409,6 +418,8 @@ BUILTIN: dict[str, Profile] = {
                     cow_entries=10_000_000,
                     s3_network_shapes=("rtt0ms-unlimited", "rtt50ms-unlimited"),
                     supply_decoders="all",
+                    # the tasks' loaders (docs/loaders.md, "Tasks"): 0..cores workers each
+                    task_pipelines=("segmentation", "segmentation-torchvision", "crop-ocr"),
                     # the plan's own, and the Pillow and albumentations pipelines in their
                     # other builds' envs (pillow-simd, albumentationsx) beside their twins
                     extra_pipelines=(

@@ -24,13 +24,23 @@ to their parameters; local cases keep the ids they had, with ``storage=local`` a
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, TypedDict
 
 from imgbench.library import select
 from imgbench.loaders.cold import cold_cache
-from imgbench.loaders.pipeline import FILES, LOCAL, NO_AUGMENT, S3, PipelineConfig
+from imgbench.loaders.pipeline import (
+    CLASSIFICATION,
+    CROP_OCR,
+    FILES,
+    LOCAL,
+    NO_AUGMENT,
+    S3,
+    SEGMENTATION,
+    PipelineConfig,
+)
 from imgbench.loaders.plan import LoaderPlan
 from imgbench.loaders.registry import LoaderSpec, get_loader, loaders, pipeline_config
 from imgbench.measure.case import Case, Workload, spec_case
@@ -92,6 +102,7 @@ def loader_cases(profile: Profile) -> list[Case]:
         for name in plan.extra_pipelines:
             config = pipeline_config(name)
             cases += [dl(0, config=config), dl(2, config=config)]
+    cases += [c for spec in reference for c in task_cases(spec.library, plan)]
     if plan.supply_decoders:  # every full-size JPEG decoder inside the loader
         supply: Callable[..., list[Case]] = load_attr(SUPPLY_CASES)
         cases += [c for spec in reference for c in supply(spec.library, plan, cases)]
@@ -113,6 +124,18 @@ def loader_cases(profile: Profile) -> list[Case]:
             experiment: Callable[[LoaderPlan], list[Case]] = load_attr(spec.experiment)
             cases += experiment(plan)
     return cases
+
+
+def task_cases(library: str, plan: LoaderPlan) -> list[Case]:
+    """``library`` over the plan's task pipelines (segmentation, crop-ocr): the task sweep, then
+    the pipelines run at one worker per core only."""
+    cores = os.cpu_count() or 2
+    sweep = [(name, w) for name in plan.task_pipelines for w in plan.task_worker_counts()]
+    sweep += [(name, cores) for name in plan.task_pipelines_at_cores]
+    return [
+        loader_case(library, w, plan=plan, config=pipeline_config(name))
+        for name, w in dict.fromkeys(sweep)
+    ]
 
 
 def own_rows(spec: LoaderSpec, plan: LoaderPlan) -> list[tuple[str, str | None, int]]:
@@ -224,6 +247,8 @@ def loader_case(
         params["pin_memory"] = bool(pin_memory)
         if in_order is not None:  # the DataLoader's in_order (torch >= 2.6)
             params["in_order"] = in_order
+    if config.task != CLASSIFICATION:  # in the case id; classification ids stay as they were
+        params["task"] = config.task
     if method is not None:  # where a loader of several methods runs its work
         params["method"] = method
     if accelerator is not None:
@@ -242,7 +267,7 @@ def loader_case(
         requires=_requires(spec, config),
         check=_check(params, part_checks),
         services=services,
-        columns=columns,
+        columns={**columns, "task": config.task},
     )
     return case if environment == case.environment else replace(case, environment=environment)
 
@@ -368,7 +393,11 @@ def make_source(
     to the session's bucket, read through ``access`` (:func:`s3_source`)."""
     from imgbench.loaders.pipeline import FileSource, FormatSource
 
+    if config.task == SEGMENTATION:
+        return pair_source(ctx)
     entries = _entries_for(ctx, config)
+    if config.task == CROP_OCR:
+        return heads_source(ctx, entries)
     if config.storage == S3:
         if access is None:
             raise ValueError(f"{config.label}: an S3 pipeline needs the case's S3 access")
@@ -383,6 +412,46 @@ def make_source(
 
     report = built_format(ctx, get_format(config.format))
     return FormatSource(config.format, report.path, report.meta.count)
+
+
+SYNTH_PAIRS = 64  # pairs drawn for a dataset without masks (500x375 JPEG + palette PNG)
+
+
+def pair_source(ctx: CaseContext) -> Any:
+    """The dataset's own image + mask pairs when its folder has a pair layout
+    (``imgbench.datasets.pairs``), else synthetic pairs written once per session into its
+    scratch folder (``imgbench.datasets.pairs_synth``): files on disk either way, read and
+    decoded in the loader's workers."""
+    from imgbench.datasets import pairs
+    from imgbench.loaders.pipeline import PairSource
+
+    root = getattr(ctx.dataset, "root", None)
+    layout = pairs.detect(root) if root is not None else None
+    if root is None or layout is None:
+
+        def synth() -> Any:
+            from imgbench.datasets.pairs_synth import generate_pairs
+
+            out = ctx.scratch_dir() / "loader-segmentation-pairs"
+            generate_pairs(out, min(ctx.max_images, SYNTH_PAIRS))
+            return out
+
+        root = ctx.shared("loader-segmentation-pairs", synth)
+        layout = pairs.detect(root)
+        assert layout is not None
+    chosen = layout.pairs[: ctx.max_images]
+    return PairSource([str(root / i) for i, _ in chosen], [str(root / m) for _, m in chosen])
+
+
+def heads_source(ctx: CaseContext, entries: list[Any]) -> Any:
+    """The dataset's files with four label heads each, drawn once (seed 0): crop-ocr's labels."""
+    import numpy as np
+
+    from imgbench.augment.tasks import OCR_CLASSES, OCR_HEADS
+    from imgbench.loaders.pipeline import HeadsSource
+
+    heads = np.random.default_rng(0).integers(0, OCR_CLASSES, (len(entries), OCR_HEADS))
+    return HeadsSource([str(ctx.path(e)) for e in entries], heads, OCR_CLASSES)
 
 
 def s3_source(
@@ -455,6 +524,7 @@ def prepare_loader(
         augment=augment,
         recipe=recipe or DEFAULT_PIPELINE.recipe,
         storage=S3 if params.get("storage") == S3 else LOCAL,
+        task=params.get("task", CLASSIFICATION),
     )
     spec = get_loader(case.library)
     storage_extra: dict[str, Any] = {}
@@ -507,12 +577,16 @@ def prepare_loader(
     run.extra["pipeline_versions"] = pipeline_versions(config, spec)  # after start: what imported
     # what the decoder hands the augmentation: the array, or its own image ("pil": ImageFolder's way)
     run.extra["sample_handoff"] = handoff(config)
-    side = 0 if config.augment == NO_AUGMENT else OUTPUT_SIDE
+    if config.task != CLASSIFICATION:
+        from imgbench.augment.tasks import RECIPES
+
+        run.extra["task_recipe"] = RECIPES[config.task]
+        run.extra["task_output"] = TASK_OUTPUT[config.task]
     return Workload(
         items=list(range(n_batches)),
         fn=run.step,
         images_per_item=batch_size,
-        megapixels_per_round=n_batches * batch_size * side * side / 1e6,
+        megapixels_per_round=n_batches * batch_size * output_pixels(config) / 1e6,
         cache_method=S3_CACHE_METHOD if config.storage == S3 else LOCAL_CACHE_METHOD,
         cache=cache,
         before_round=cache.before_round if cache is not None else None,
@@ -520,6 +594,25 @@ def prepare_loader(
         close=run.close,
         min_round_s=spec.min_round_s,
     )
+
+
+TASK_OUTPUT = {
+    SEGMENTATION: "(images B x 3 x 224 x 224 float32, masks B x 224 x 224 int64); the recipe's "
+    "one-hot mask is computed in the sample but not shipped",
+    CROP_OCR: "(images B x 32 x 128 x 3 float32, heads B x 4 x 21000 float32): one-hot per batch "
+    "in the collate, as seed 000's Sequence does with to_categorical",
+}
+
+
+def output_pixels(config: PipelineConfig) -> int:
+    """Pixels of one output image: 224 x 224, crop-ocr's 128 x 32, 0 for decode-only."""
+    if config.augment == NO_AUGMENT:
+        return 0
+    if config.task == CROP_OCR:
+        from imgbench.augment.tasks import OCR_SIZE
+
+        return OCR_SIZE[0] * OCR_SIZE[1]
+    return OUTPUT_SIDE * OUTPUT_SIDE
 
 
 class _Timeouts(TypedDict, total=False):

@@ -8,6 +8,11 @@ normalised floats within what ImageNet normalisation of [0, 1] can give; not all
 the labels (B ints, each one of the dataset's). Batches are read through ``numpy`` whatever the
 loader returns (torch tensors, NumPy arrays, eager TensorFlow tensors), so the check imports no
 library of its own and runs in the TensorFlow environment too.
+
+Tasks (``BatchExpectation.task``): a segmentation batch is B x 3 x 224 x 224 normalised float32
+images and B x 224 x 224 int64 masks whose values are classes of the colour table; a crop-ocr
+batch is B x 32 x 128 x 3 float32 images in [0, 1] and B x 4 x classes float32 one-hot heads
+(each row one 1, the rest 0).
 """
 
 from __future__ import annotations
@@ -41,8 +46,29 @@ class BatchExpectation:
     layout: Layout
     dtype: Literal["float32", "uint8"]
     labels: frozenset[int] | None = None  # the dataset's labels; None: ints of any value
+    task: str = "classification"
+    classes: int = 0  # segmentation: classes of the colour table; crop-ocr: classes per head
+
+    def image_shape(self) -> tuple[int, ...]:
+        if self.task == "crop-ocr":
+            from imgbench.augment.tasks import OCR_SIZE
+
+            return (OCR_SIZE[1], OCR_SIZE[0], 3)
+        return (3, SIDE, SIDE) if self.layout == "chw" else (SIDE, SIDE, 3)
 
     def describe(self) -> str:
+        if self.task == "segmentation":
+            return (
+                f"images {self.batch_size} x 3 x {SIDE} x {SIDE} float32 in "
+                f"[{NORM_LOW:.2f}, {NORM_HIGH:.2f}]; masks {self.batch_size} x {SIDE} x {SIDE} "
+                f"int64 in [0, {self.classes - 1}]"
+            )
+        if self.task == "crop-ocr":
+            dims = " x ".join(str(n) for n in (self.batch_size, *self.image_shape()))
+            return (
+                f"images {dims} float32 in [0, 1]; labels {self.batch_size} x 4 x "
+                f"{self.classes} float32 one-hot"
+            )
         if self.layout == "list":
             images = f"list of {self.batch_size} HxWx3 uint8 arrays"
         else:
@@ -59,6 +85,11 @@ def expectation(
 ) -> BatchExpectation:
     """The first batch a loader of ``config``'s pipeline must produce."""
     known = None if labels is None else frozenset(int(label) for label in labels)
+    if config.task != "classification":
+        from imgbench.augment.tasks import N_CLASSES, OCR_CLASSES
+
+        classes = N_CLASSES if config.task == "segmentation" else OCR_CLASSES
+        return BatchExpectation(batch_size, "chw", "float32", None, config.task, classes)
     if config.augment == NO_AUGMENT:
         return BatchExpectation(batch_size, "list", "uint8", known)
     layout: Layout = "hwc" if config.augment == TF_AUGMENT else "chw"
@@ -91,10 +122,14 @@ def as_numpy(value: Any) -> np.ndarray:
     return np.asarray(value)
 
 
-def _values_problem(array: np.ndarray, dtype: str) -> str | None:
+def _values_problem(array: np.ndarray, dtype: str, unit: bool = False) -> str | None:
     if array.size == 0:
         return "no values"
-    if dtype == "float32":
+    if unit:  # float32 / 255: [0, 1]
+        low, high = float(array.min()), float(array.max())
+        if not np.isfinite(array).all() or low < 0 or high > 1:
+            return f"values {low:.3g}..{high:.3g}, outside [0, 1] (not divided by 255?)"
+    elif dtype == "float32":
         if not np.isfinite(array).all():
             return "non-finite values (NaN or inf)"
         low, high = float(array.min()), float(array.max())
@@ -123,13 +158,40 @@ def _images_problem(images: Any, expect: BatchExpectation) -> str | None:
                 return f"image {i} is {array.dtype}, expected uint8"
         return _values_problem(np.concatenate([as_numpy(im).ravel() for im in images]), "uint8")
     array = as_numpy(images)
-    shape = (3, SIDE, SIDE) if expect.layout == "chw" else (SIDE, SIDE, 3)
-    wanted = (expect.batch_size, *shape)
+    wanted = (expect.batch_size, *expect.image_shape())
     if tuple(array.shape) != wanted:
         return f"images have shape {tuple(array.shape)}, expected {wanted}"
     if array.dtype != np.dtype(expect.dtype):
         return f"images are {array.dtype}, expected {expect.dtype}"
-    return _values_problem(array, expect.dtype)
+    return _values_problem(array, expect.dtype, unit=expect.task == "crop-ocr")
+
+
+def _masks_problem(masks: Any, expect: BatchExpectation) -> str | None:
+    array = as_numpy(masks)
+    wanted = (expect.batch_size, SIDE, SIDE)
+    if tuple(array.shape) != wanted:
+        return f"masks have shape {tuple(array.shape)}, expected {wanted}"
+    if array.dtype != np.int64:
+        return f"masks are {array.dtype}, expected int64"
+    strangers = sorted({int(v) for v in np.unique(array)} - set(range(expect.classes)))
+    if strangers:
+        return f"mask values {strangers[:5]} are not classes of the colour table (0..{expect.classes - 1})"
+    return None
+
+
+def _heads_problem(heads: Any, expect: BatchExpectation) -> str | None:
+    from imgbench.augment.tasks import OCR_HEADS
+
+    array = as_numpy(heads)
+    wanted = (expect.batch_size, OCR_HEADS, expect.classes)
+    if tuple(array.shape) != wanted:
+        return f"label heads have shape {tuple(array.shape)}, expected {wanted}"
+    if array.dtype != np.float32:
+        return f"label heads are {array.dtype}, expected float32 one-hot"
+    ones = int(np.count_nonzero(array))
+    if ones != expect.batch_size * OCR_HEADS or not np.all(array.max(axis=2) == 1):
+        return f"label heads are not one-hot: {ones} non-zero values, expected one per row"
+    return None
 
 
 def _labels_problem(labels: Any, expect: BatchExpectation) -> str | None:
@@ -152,7 +214,12 @@ def check_batch(batch: Batch, expect: BatchExpectation) -> str | None:
     """What is wrong with ``batch``, or None when it is what ``expect`` says."""
     if not isinstance(batch, tuple | list) or len(batch) < 2:
         return f"a batch is {type(batch).__name__}, expected (images, labels, ...)"
-    return _images_problem(batch[0], expect) or _labels_problem(batch[1], expect)
+    images = _images_problem(batch[0], expect)
+    if images or expect.task == "classification":
+        return images or _labels_problem(batch[1], expect)
+    if expect.task == "segmentation":
+        return _masks_problem(batch[1], expect)
+    return _heads_problem(batch[1], expect)
 
 
 def summary(batch: Batch) -> dict[str, Any]:
@@ -169,5 +236,11 @@ def summary(batch: Batch) -> dict[str, Any]:
         array = as_numpy(images)
         low, high = float(array.min()), float(array.max())
         out = {"shape": [int(n) for n in array.shape], "dtype": str(array.dtype)}
-    out |= {"min": low, "max": high, "labels": sorted({int(v) for v in as_numpy(labels).ravel()})}
+    targets = as_numpy(labels)
+    if targets.ndim > 1:  # masks or one-hot heads: their shape, and the values a mask holds
+        out |= {"min": low, "max": high, "labels_shape": [int(n) for n in targets.shape]}
+        if targets.dtype.kind in "iu":
+            out["mask_classes"] = [int(v) for v in np.unique(targets)]
+        return out
+    out |= {"min": low, "max": high, "labels": sorted({int(v) for v in targets.ravel()})}
     return out

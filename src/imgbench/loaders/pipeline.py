@@ -11,6 +11,13 @@ decoding library's own image object where the reader declares one (``native``) a
 augmentation's pipeline takes that kind (Pillow's image into torchvision's PIL transforms, as
 ``ImageFolder`` does), with no array round trip in between (:func:`build_stages`).
 
+Tasks (``PipelineConfig.task``, ``imgbench.augment.tasks``) go through the same code path: a
+``segmentation`` sample's payload is its image's and its mask's bytes (:class:`PairSource`), the
+decoder hands (image, class-index mask) to the library's segmentation recipe, and the batch is
+(float32 Bx3xHxW images, int64 BxHxW masks); a ``crop-ocr`` sample carries four int labels
+(:class:`HeadsSource`) and the collate one-hot encodes them per batch, as seed 000's Keras
+``Sequence`` does with ``to_categorical`` (:func:`collate_heads`).
+
 Everything here pickles small and builds its libraries lazily in the process that uses them:
 a spawned worker receives names and paths, not open files or decoders.
 """
@@ -39,6 +46,9 @@ ARRAY = "hwc-uint8"  # what a decoder hands over unless both sides take a native
 # where a format's store lives (PipelineConfig.storage)
 LOCAL: Final = "local"
 S3: Final = "s3"
+CLASSIFICATION: Final = "classification"
+SEGMENTATION: Final = "segmentation"
+CROP_OCR: Final = "crop-ocr"
 
 
 @dataclass(frozen=True)
@@ -52,12 +62,16 @@ class PipelineConfig:
     # where the format's store lives: a folder on the dataset's disk, or the session's S3 bucket
     # (the local build uploaded; formats with an S3 reader, imgbench.formats.registry.S3_FORMATS)
     storage: Literal["local", "s3"] = LOCAL
+    # what a sample is and what comes out (imgbench.augment.tasks.TASKS); a task other than
+    # classification runs its library's task recipe (``recipe`` names the task)
+    task: str = CLASSIFICATION
 
     @property
     def label(self) -> str:
         aug = self.augment if self.augment == NO_AUGMENT else f"{self.augment}:{self.recipe}"
         where = f"{self.storage}:{self.format}" if self.storage != LOCAL else self.format
-        return f"{where} > {self.decoder} > {aug}"
+        label = f"{where} > {self.decoder} > {aug}"
+        return label if self.task == CLASSIFICATION else f"{label} ({self.task})"
 
 
 # -- sources: index -> (payload, label) ----------------------------------------------------------
@@ -75,6 +89,36 @@ class FileSource:
     def __getitem__(self, index: int) -> tuple[bytes, int]:
         with open(self.paths[index], "rb") as handle:
             return handle.read(), int(self.labels[index])
+
+
+class PairSource:
+    """Image + mask pairs (``imgbench.datasets.pairs``): the payload is both files' bytes and the
+    mask's name (a bad mask's error names it), the label the pair's index (the mask is the
+    target)."""
+
+    def __init__(self, images: Sequence[str], masks: Sequence[str]) -> None:
+        self.paths = np.asarray([os.fsencode(p) for p in images])
+        self.masks = np.asarray([os.fsencode(p) for p in masks])
+
+    def __len__(self) -> int:
+        return len(self.paths)
+
+    def __getitem__(self, index: int) -> tuple[tuple[bytes, bytes, str], int]:
+        with open(self.paths[index], "rb") as image, open(self.masks[index], "rb") as mask:
+            return (image.read(), mask.read(), os.fsdecode(self.masks[index])), int(index)
+
+
+class HeadsSource(FileSource):
+    """The dataset's files, each with ``heads`` int labels (crop-ocr's label heads)."""
+
+    def __init__(self, paths: Sequence[str], heads: np.ndarray, classes: int) -> None:
+        super().__init__(paths, [0] * len(paths))
+        self.heads = np.ascontiguousarray(heads, dtype=np.int64)
+        self.classes = classes
+
+    def __getitem__(self, index: int) -> tuple[bytes, Any]:
+        with open(self.paths[index], "rb") as handle:
+            return handle.read(), tuple(int(v) for v in self.heads[index])
 
 
 class _OpenedPerProcess:
@@ -211,6 +255,8 @@ def build_stages(config: PipelineConfig) -> Stages:
     reader = build_reader(find_spec(library, variant))
     if config.augment == NO_AUGMENT:
         return Stages(reader.decode, np.ascontiguousarray, ARRAY)
+    if config.task != CLASSIFICATION:
+        return _task_stages(config, reader.decode)
     from imgbench.augment.base import make_input
     from imgbench.augment.registry import get_library
 
@@ -230,14 +276,58 @@ def build_stages(config: PipelineConfig) -> Stages:
     return Stages(reader.decode, augment, ARRAY)
 
 
+def _task_stages(config: PipelineConfig, decode: Callable[[bytes], np.ndarray]) -> Stages:
+    """A task's stages: segmentation decodes the image with the decoder and the mask with
+    Pillow (palette, grey or colours through the table; ``MaskError`` names a bad one) and hands
+    both to the recipe; its one-hot mask is part of the recipe's work, but only (image, mask)
+    travel. crop-ocr runs its recipe on the decoded image."""
+    from imgbench.augment import tasks
+    from imgbench.augment.registry import get_library
+
+    op = get_library(config.augment).task_recipes()[config.task]()
+    if config.task == CROP_OCR:
+
+        def crop(image: np.ndarray) -> Any:
+            return op.fn(tasks.make_sample(image, None, op.sample))
+
+        return Stages(decode, crop, ARRAY)
+
+    def decode_pair(payload: tuple[bytes, bytes, str]) -> tuple[np.ndarray, np.ndarray]:
+        image = decode(payload[0])
+        mask = decode_mask(payload[1])
+        tasks.check_pair(image, mask, "its image", payload[2])
+        return image, tasks.mask_indices(mask, payload[2])
+
+    def segment(pair: tuple[np.ndarray, np.ndarray]) -> tuple[Any, Any]:
+        out = op.fn(tasks.make_sample(pair[0], pair[1], op.sample))
+        return out[0], out[1]
+
+    return Stages(cast("Callable[[Any], Any]", decode_pair), segment, ARRAY)
+
+
+def decode_mask(data: bytes) -> np.ndarray:
+    """A mask file's pixels as stored: HxW indices (palette or grey) or HxWx3 colours."""
+    import io
+
+    from PIL import Image
+
+    with Image.open(io.BytesIO(data)) as opened:
+        if opened.mode in ("P", "L", "I", "I;16"):
+            return np.asarray(opened)
+        return np.asarray(opened.convert("RGB"))
+
+
 def handoff(config: PipelineConfig) -> str:
     """What ``config``'s decoder hands its augmentation: the reader's ``native`` image kind
     (``imgbench.readers.base.NativeReader``) where the augmentation's registry entry takes that
     kind as its pipeline input (``pipeline_input``), else ``ARRAY``. Decided from the two
     declarations, by no name: imports the reader's adapter module, builds nothing. A loader's
     own augmentation graph (tf.data's, MXNet's: no augment registry entry) takes no native
-    object from this pipeline: ``ARRAY``, without importing its decoder."""
+    object from this pipeline: ``ARRAY``, without importing its decoder; so does a task."""
     from imgbench.augment.registry import libraries
+
+    if config.task != CLASSIFICATION:
+        return ARRAY
 
     taker = next((a for a in libraries() if a.key == config.augment), None)
     if taker is None:
@@ -281,8 +371,55 @@ def _labels_and_times(
     return labels, stage_s
 
 
-def collate_for(config: PipelineConfig) -> Any:
-    return collate_list if config.augment == NO_AUGMENT else collate
+def collate_pairs(samples: list[tuple[Any, int, tuple[float, float, float]]]) -> Batch:
+    """Segmentation: (B x 3 x H x W float32 images, B x H x W int64 masks)."""
+    import torch
+    from torch.utils.data import default_collate
+
+    start = clock()
+    images = default_collate([_tensor(s[0][0]) for s in samples])
+    masks = default_collate([_tensor(s[0][1]) for s in samples])
+    _, stage_s = _labels_and_times(samples)
+    return images, masks.to(torch.int64), stage_s, clock() - start
+
+
+def collate_heads(
+    samples: list[tuple[Any, int, tuple[float, float, float]]], classes: int
+) -> Batch:
+    """crop-ocr: (B x 32 x 128 x 3 float32 images, B x heads x classes float32 one-hot), the
+    heads one-hot encoded here, per batch, with Keras' ``to_categorical`` recipe."""
+    import torch
+    from torch.utils.data import default_collate
+
+    from imgbench.augment.tasks import to_categorical
+
+    start = clock()
+    images = default_collate([_tensor(s[0]) for s in samples])
+    heads, stage_s = _labels_and_times(samples)
+    labels = heads.numpy()
+    onehot = np.stack([to_categorical(labels[:, k], classes) for k in range(labels.shape[1])], 1)
+    return images, torch.from_numpy(onehot), stage_s, clock() - start
+
+
+def _tensor(value: Any) -> Any:
+    import torch
+
+    return torch.from_numpy(value) if isinstance(value, np.ndarray) else value
+
+
+def collate_for(config: PipelineConfig, classes: int | None = None) -> Any:
+    """The collate of ``config``'s batches (crop-ocr: ``classes`` per head, default the seed's)."""
+    import functools
+
+    if config.augment == NO_AUGMENT:
+        return collate_list
+    if config.task == SEGMENTATION:
+        return collate_pairs
+    if config.task == CROP_OCR:
+        from imgbench.augment.tasks import OCR_CLASSES
+
+        return functools.partial(collate_heads, classes=classes or OCR_CLASSES)
+    return collate
 
 
 def force(batch: Batch) -> Any:

@@ -25,6 +25,12 @@ class LoaderPlan(StagePlan):
     sweep_pipelines: tuple[str, ...] = ("default", "uint8")  # each swept over worker_sweep
     thread_sweep: tuple[int, ...] = (2, 4)  # thread-pool loaders
     extra_pipelines: tuple[str, ...] = ("torchvision", "decode-only", "lmdb", "pillow")
+    # task pipelines (segmentation, crop-ocr: NAMED_PIPELINES) through the reference loader, each
+    # over task_workers ("auto": 0, 1, ... cores); those of task_pipelines_at_cores at one
+    # worker per core only; () none
+    task_pipelines: tuple[str, ...] = ()
+    task_workers: Literal["auto"] | tuple[int, ...] = "auto"
+    task_pipelines_at_cores: tuple[str, ...] = ()
     # the baseline every answer is compared with, at 0 workers and at as many as cores
     baseline_pipeline: str | None = "common-default"
     start_methods: tuple[str, ...] = ("fork", "spawn", "forkserver")
@@ -73,6 +79,12 @@ class LoaderPlan(StagePlan):
     def baseline_workers(self) -> tuple[int, ...]:
         """0 workers and one per core: the common default as it is usually run."""
         return (0, os.cpu_count() or 2)
+
+    def task_worker_counts(self) -> tuple[int, ...]:
+        """The task sweep's worker counts: 0 to one per core unless the plan names them."""
+        if self.task_workers != "auto":
+            return self.task_workers
+        return tuple(range((os.cpu_count() or 2) + 1))
 
     def s3_worker_counts(self) -> tuple[int, ...]:
         """The worker counts of the S3 sweep."""

@@ -48,6 +48,13 @@ NAMED_PIPELINES: dict[str, PipelineConfig] = {
     # and one object per image, one GET per sample
     "s3-tar": PipelineConfig(format="tar", storage="s3"),
     "s3-objects": PipelineConfig(format="folder", storage="s3"),
+    # tasks beyond classification (imgbench.augment.tasks): image + mask pairs through the
+    # segmentation recipe, and seed 000's fixed crop with four one-hot label heads
+    "segmentation": PipelineConfig(recipe="segmentation", task="segmentation"),
+    "segmentation-torchvision": PipelineConfig(
+        augment="torchvision/v2-tensor", recipe="segmentation", task="segmentation"
+    ),
+    "crop-ocr": PipelineConfig(recipe="crop-ocr", task="crop-ocr"),
 }
 
 
