@@ -29,7 +29,8 @@ def profile(
     compare_readers: bool = True,
 ) -> ProfileResult:
     """Sweep worker counts (default 0..cores, plus a DataLoader's own) over the pipeline; for a
-    tf.data.Dataset (TensorFlow environment), its private thread pool size (1..cores, plus its own).
+    tf.data.Dataset (TensorFlow environment), its private thread pool size (1..cores, plus its own);
+    for a Keras PyDataset, ``workers`` (0, 1, cores) x ``use_multiprocessing`` (False, True).
 
     ``seconds`` bounds the throughput phase of each configuration, ``au_seconds`` (default
     ``seconds / 2``) the AU phase with a ``step_ms`` emulated step, ``sample_seconds`` the stack
@@ -40,7 +41,7 @@ def profile(
     if not is_dataset_or_loader(dataset_or_loader):
         raise TypeError(
             f"imgbench.profile: {type(dataset_or_loader).__name__} is not a torch Dataset or "
-            "DataLoader, nor a tf.data.Dataset"
+            "DataLoader, nor a tf.data.Dataset, nor a Keras PyDataset"
         )
     settings = ProfileSettings(
         seconds=seconds,

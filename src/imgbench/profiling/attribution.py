@@ -52,6 +52,10 @@ COLLATE_MODULES = (
     "copyreg",
 )
 FETCH_MODULE = "torch.utils.data._utils.fetch"
+# Keras's PyDataset adapter: the frames that call the user's ``__getitem__`` (a worker thread's
+# or process's ``get_index``; the generators when it runs inline), the boundary as fetch is
+KERAS_ADAPTER = "keras.src.trainers.data_adapters.py_dataset_adapter"
+KERAS_CALLERS = frozenset({"get_index", "_finite_generator", "_infinite_generator", "__iter__"})
 # A thread blocked in one of these (innermost frame) waits: py-spy's --nonblocking mode does not
 # always see such a thread as idle. Waiting for a batch, for an index or for a connection is not
 # work and stays out of the shares; the handshakes and descriptor passing of torch's
@@ -143,6 +147,13 @@ def classify(frames: tuple[Frame, ...]) -> tuple[str, str | None]:
         if callee is None:
             return "other", None
         return _getitem_category(frames[last + 1 :], modules[last + 1 :])
+    keras = [
+        i
+        for i, (f, m) in enumerate(zip(frames, modules, strict=True))
+        if m == KERAS_ADAPTER and f.name.rsplit(".", 1)[-1] in KERAS_CALLERS
+    ]
+    if keras and keras[-1] + 1 < len(frames) and modules[keras[-1] + 1] != KERAS_ADAPTER:
+        return _getitem_category(frames[keras[-1] + 1 :], modules[keras[-1] + 1 :])
     if any(_within(m, COLLATE_MODULES) for m in modules):
         return "collate", None
     return "other", None

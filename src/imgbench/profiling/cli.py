@@ -14,6 +14,7 @@ from rich.table import Table
 from imgbench.console import console, err, fail
 from imgbench.profiling.advice import worker_uss_growth
 from imgbench.profiling.attribution import CATEGORIES, CATEGORY_TITLES
+from imgbench.profiling.keras import label as keras_label
 from imgbench.profiling.result import Configuration, ProfileResult
 from imgbench.profiling.sweep import ProfileSettings, profile
 from imgbench.profiling.target import TargetError, build_target, parse_kwargs
@@ -37,7 +38,8 @@ def profile_command(
     target: Annotated[
         str,
         typer.Argument(
-            help="MODULE:FACTORY returning a torch Dataset or DataLoader (or a tf.data.Dataset)"
+            help="MODULE:FACTORY returning a torch Dataset or DataLoader (or, with --env "
+            "tensorflow, a tf.data.Dataset or a Keras PyDataset)"
         ),
     ],
     kw: Annotated[
@@ -48,7 +50,8 @@ def profile_command(
     workers: Annotated[
         str | None,
         typer.Option(
-            help="worker counts, e.g. 0,2,4 (default 0..cores); tf.data: thread pool sizes"
+            help="worker counts, e.g. 0,2,4 (default 0..cores); tf.data: thread pool sizes; "
+            "Keras: workers, each with use_multiprocessing False and True (default 0,1,cores)"
         ),
     ] = None,
     seconds: Annotated[float, typer.Option(help="throughput phase per configuration")] = 8.0,
@@ -72,7 +75,8 @@ def profile_command(
     env: Annotated[
         str | None,
         typer.Option(
-            "--env", help="environment to profile in: main, tensorflow (for tf.data); default here"
+            "--env",
+            help="environment to profile in: main, tensorflow (tf.data, Keras); default here",
         ),
     ] = None,
 ) -> None:
@@ -139,15 +143,21 @@ def _in_environment(environment: str, args: list[str]) -> int:
     return subprocess.call(command)
 
 
+def setting(config: Configuration) -> str:
+    """How the row names its configuration: ``2``, or for Keras ``2 processes``."""
+    mp = config.extra.get("use_multiprocessing")
+    return str(config.workers) if mp is None else keras_label((config.workers, bool(mp)))
+
+
 def _progress(config: Configuration) -> None:
     unit = "threads" if "tf_threads" in config.extra else "workers"
     if config.status == "ok":
         console.print(
-            f"[dim]{unit}={config.workers}: {config.images_per_s or 0:,.0f} images/s[/]",
+            f"[dim]{unit}={setting(config)}: {config.images_per_s or 0:,.0f} images/s[/]",
             highlight=False,
         )
     else:
-        err.print(f"[red]{unit}={config.workers} failed:[/] {config.reason}", highlight=False)
+        err.print(f"[red]{unit}={setting(config)} failed:[/] {config.reason}", highlight=False)
 
 
 def _mib(value: object) -> str:
@@ -172,7 +182,7 @@ def print_result(result: ProfileResult) -> None:
         au = x.get("au")
         growth = worker_uss_growth(c)
         table.add_row(
-            f"{c.workers}{' (yours)' if c.user_setting else ''}",
+            f"{setting(c)}{' (yours)' if c.user_setting else ''}",
             f"{c.images_per_s:,.0f}" if c.images_per_s else "",
             f"{x['time_to_first_batch_s']:.2f}" if "time_to_first_batch_s" in x else "",
             f"{au:.0%}" if isinstance(au, float) else "",
@@ -192,12 +202,12 @@ def print_result(result: ProfileResult) -> None:
         found = c.extra.get("attribution")
         if found:
             shares.add_row(
-                str(c.workers),
+                setting(c),
                 *(f"{found.get(cat, 0):.0%}" for cat in CATEGORIES),
                 str(c.extra.get("attribution_samples", "")),
             )
         elif c.extra.get("attribution_error"):
-            problems.append(f"workers={c.workers}: {c.extra['attribution_error']}")
+            problems.append(f"workers={setting(c)}: {c.extra['attribution_error']}")
     if shares.row_count:
         console.print(shares)
     reasons = {c.extra.get("attribution_reason") for c in result.configurations}

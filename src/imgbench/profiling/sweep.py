@@ -41,6 +41,15 @@ from imgbench.measure.rows import measurement_columns, new_run_id, row_header
 from imgbench.measure.settings import Settings
 from imgbench.profiling.attribution import attribute
 from imgbench.profiling.flame import write_flame_graph
+from imgbench.profiling.keras import LIBRARY as KERAS_LIBRARY
+from imgbench.profiling.keras import SETTING as KERAS_SETTING
+from imgbench.profiling.keras import (
+    KerasUserLoader,
+    is_keras_dataset,
+    keras_version,
+    sweep_points,
+)
+from imgbench.profiling.keras import label as keras_label
 from imgbench.profiling.loader import UserLoader, batch_parts, failed_index, images_in
 from imgbench.profiling.result import Configuration, ProfileResult
 from imgbench.profiling.stacks import StackSampler
@@ -98,8 +107,20 @@ def worker_counts(source: Any, chosen: tuple[int, ...] | None) -> tuple[list[int
     return sorted(counts), own
 
 
+def points_of(
+    source: Any, chosen: tuple[int, ...] | None
+) -> tuple[list[tuple[int, bool | None]], tuple[int, bool | None] | None]:
+    """The configurations to measure as ``(workers, use_multiprocessing)`` (None where the
+    pipeline has no such setting) and the user's own; a Keras PyDataset sweeps both."""
+    if is_keras_dataset(source):
+        points, own = sweep_points(source, chosen, cores())
+        return list(points), own
+    counts, own_count = worker_counts(source, chosen)
+    return [(w, None) for w in counts], (None if own_count is None else (own_count, None))
+
+
 def dataset_of(source: Any) -> Any:
-    if is_tf_dataset(source):
+    if is_tf_dataset(source) or is_keras_dataset(source):
         return source
     from torch.utils.data import DataLoader
 
@@ -124,22 +145,26 @@ def profile(
     run_id = new_run_id(run_name)
     results_path = Path(results_dir) / f"{run_id}.parquet"
     stacks_dir = Path(results_dir) / f"{run_id}.stacks"
-    counts, own = worker_counts(source, settings.workers)
+    points, own = points_of(source, settings.workers)
     configurations: list[Configuration] = []
     rows: list[dict[str, Any]] = []
     parts: list[tuple[str, Path]] = []
-    for workers in counts:
-        stacks_file = stacks_dir / f"workers-{workers}.speedscope.json"
+    for workers, mp in points:
+        key = f"workers={workers}" + ("" if mp is None else f",use_multiprocessing={mp}")
+        stacks_file = stacks_dir / f"{key.replace(',', '-')}.speedscope.json"
         started = time.perf_counter()
-        config = measure_configuration(source, workers, settings, label, stacks_file, own)
-        config.user_setting = workers == own
+        own_workers = None if own is None else own[0]
+        config = measure_configuration(
+            source, workers, settings, label, stacks_file, own_workers, mp
+        )
+        config.user_setting = (workers, mp) == own
         config.row = build_row(
             config, run_id, run_name, label, dataset, settings, params or {}, started
         )
         configurations.append(config)
         rows.append(config.row)
         write_rows(rows, results_path)  # atomically, after every configuration
-        parts.append((f"workers={workers}", stacks_file))
+        parts.append((key, stacks_file))
         if on_configuration is not None:
             on_configuration(config)
     flame = write_flame_graph(parts, Path(results_dir) / f"{run_id}.speedscope.json", label)
@@ -165,6 +190,7 @@ def measure_configuration(
     label: str,
     stacks_file: Path,
     own: int | None = None,
+    use_multiprocessing: bool | None = None,
 ) -> Configuration:
     """One worker count (tf.data: thread pool size) through the three phases; failures become
     a failed configuration."""
@@ -172,24 +198,33 @@ def measure_configuration(
     extra: dict[str, Any] = {}
     tf_data = is_tf_dataset(source)
     unit = "threads" if tf_data else "workers"
-    loader: UserLoader | TfDataUserLoader
+    loader: UserLoader | TfDataUserLoader | KerasUserLoader
+    keras = use_multiprocessing is not None
+    if keras:
+        extra.update(use_multiprocessing=use_multiprocessing, keras_setting=KERAS_SETTING)
     try:
-        if tf_data:
+        if keras:
+            loader = KerasUserLoader(source, workers, bool(use_multiprocessing))
+        elif tf_data:
             loader = TfDataUserLoader(source, workers, own or 0)
         else:
             loader = UserLoader(source, workers, settings.batch_size, settings.batch_timeout_s)
     except Exception as exc:
-        why = f"{label} ({workers} {unit}): {one_line(exc)}"
+        shown = keras_label((workers, bool(use_multiprocessing))) if keras else f"{workers} {unit}"
+        why = f"{label} ({shown}): {one_line(exc)}"
         return Configuration(workers, False, "failed", why, None, extra)
     batch = loader.batch_size
-    if isinstance(loader, TfDataUserLoader):
+    if isinstance(loader, KerasUserLoader):
+        drain = loader.dataset.max_queue_size if loader.start_method else 0  # Keras's queue
+    elif isinstance(loader, TfDataUserLoader):
         drain = 1  # the pipeline's prefetch buffer: drained until batches must be waited for
     else:
         drain = workers * ((loader.loader.prefetch_factor or 0) if workers else 0)
     per_round = max(2, 2 * workers)
+    shown = keras_label((workers, bool(use_multiprocessing))) if keras else f"{workers} {unit}"
     run = LoaderRun(
         loader,
-        f"{label} ({workers} {unit})",
+        f"{label} ({shown})",
         parallel=max(1, workers),
         warmup_batches=per_round,
         drain_batches=drain,
@@ -198,7 +233,8 @@ def measure_configuration(
         memory_interval_s=settings.memory_interval_s,
         count_images=lambda b: images_in(b[0], batch),
     )
-    extra = run.extra
+    extra = {**extra, **run.extra}
+    run.extra = extra
     extra.update(start_method=loader.start_method, batch_size=batch, phase_s={})
     if tf_data:
         extra.update(tf_data_setting=SETTING, tf_threads=workers)
@@ -210,7 +246,7 @@ def measure_configuration(
         run.start()
         measurement = _throughput(run, settings.seconds, per_round, batch)
         extra.update(_au(run, settings))
-        if isinstance(loader, UserLoader):  # tf.data: no stacks (attribution_reason)
+        if not isinstance(loader, TfDataUserLoader):  # tf.data: no stacks to attribute
             extra.update(_stacks(run, settings, stacks_file, loader))
     except Exception as exc:
         status, reason = "failed", one_line(exc)
@@ -278,7 +314,7 @@ def _au(run: LoaderRun, settings: ProfileSettings) -> dict[str, Any]:
 
 
 def _stacks(
-    run: LoaderRun, settings: ProfileSettings, out: Path, loader: UserLoader
+    run: LoaderRun, settings: ProfileSettings, out: Path, loader: UserLoader | KerasUserLoader
 ) -> dict[str, Any]:
     """Pull batches while py-spy samples this process and its workers; the shares per category."""
     if settings.sample_seconds <= 0:
@@ -323,8 +359,9 @@ def build_row(
     measurement = config.measurement
     row = row_header(run_id, run_name, run_id)
     tf_data = is_tf_dataset(dataset)
-    try:
-        n_images: int | None = None if tf_data else len(dataset)  # tf.data: len() is batches
+    keras = is_keras_dataset(dataset)
+    try:  # tf.data and Keras: len() is batches
+        n_images: int | None = None if tf_data or keras else len(dataset)
     except TypeError:
         n_images = None
     case_params = {
@@ -340,15 +377,23 @@ def build_row(
     }
     batch_size = config.extra.get("batch_size") or settings.batch_size
     parts = config.extra.get("batch_parts") or []
-    if tf_data and parts and parts[0]["shape"]:
+    unsized = tf_data or (keras and not getattr(dataset, "batch_size", None))
+    if unsized and parts and parts[0]["shape"]:
         batch_size = parts[0]["shape"][0]  # an unknown static batch size: the first batch's
         case_params["batch_size"] = config.extra["batch_size"] = batch_size
     unit = "threads" if tf_data else "workers"
+    case = f"{STAGE}/{label}/{unit}={config.workers}"
+    library, version = (TF_LIBRARY, tf_version()) if tf_data else (LIBRARY, dist_version("torch"))
+    if keras:
+        mp = config.extra.get("use_multiprocessing")
+        case_params["use_multiprocessing"] = mp
+        case += f",use_multiprocessing={mp}"
+        library, version = KERAS_LIBRARY, keras_version()
     row.update(
         stage=STAGE,
-        case_id=f"{STAGE}/{label}/{unit}={config.workers}",
-        library=TF_LIBRARY if tf_data else LIBRARY,
-        library_version=tf_version() if tf_data else dist_version("torch"),
+        case_id=case,
+        library=library,
+        library_version=version,
         variant=label,
         environment=current_environment(),
         dataset_name=type(dataset).__name__,

@@ -15,9 +15,13 @@ from pathlib import Path
 from typing import Any
 
 from imgbench.errors import one_line
+from imgbench.profiling.keras import is_keras_dataset
 from imgbench.profiling.tfdata import is_tf_dataset
 
-TF_HINT = "; a tf.data pipeline runs in the TensorFlow environment: pass --env tensorflow"
+TF_HINT = (
+    "; a tf.data pipeline or a Keras PyDataset runs in the TensorFlow environment:"
+    " pass --env tensorflow"
+)
 
 
 class TargetError(ValueError):
@@ -83,7 +87,7 @@ def build_target(target: str, kwargs: Mapping[str, Any]) -> Any:
     if not is_dataset_or_loader(made):
         raise TargetError(
             f"factory {target} returned {type(made).__name__}, not a torch Dataset or DataLoader"
-            " or a tf.data.Dataset"
+            " or a tf.data.Dataset or a Keras PyDataset"
         )
     return made
 
@@ -98,9 +102,9 @@ def _tf_hint(exc: BaseException) -> str:
 
 
 def is_dataset_or_loader(obj: Any) -> bool:
-    """A DataLoader, a torch Dataset, anything map-style (``__len__`` and ``__getitem__``), or
-    a tf.data.Dataset."""
-    if is_tf_dataset(obj):
+    """A DataLoader, a torch Dataset, anything map-style (``__len__`` and ``__getitem__``), a
+    tf.data.Dataset, or a Keras PyDataset (told before torch: the TensorFlow env has none)."""
+    if is_tf_dataset(obj) or is_keras_dataset(obj):
         return True
     try:
         from torch.utils.data import DataLoader, Dataset, IterableDataset

@@ -1,0 +1,104 @@
+"""`imgbench profile --env tensorflow` on a user's Keras PyDataset (the shipped
+pipelines/keras_pydataset.py, real JPEGs), swept over workers x use_multiprocessing, for real in
+the TensorFlow environment (skipped where it is not built, as tests/loaders/test_tensorflow_env.py).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from imgbench.envs import env_dir
+from imgbench.profiling.keras import SETTING
+from tests.profiling.conftest import (
+    PIPELINES,
+    QUICK,
+    REPO,
+    extra,
+    processes_mentioning,
+    read_rows,
+    run_profile,
+)
+
+KERAS = [*QUICK, "--env", "tensorflow", "--no-readers"]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def tensorflow_env() -> None:
+    if not (env_dir("tensorflow", REPO) / "bin" / "python").exists():
+        pytest.skip("tensorflow env not built here (`imgbench env create tensorflow`)")
+
+
+def test_pydataset_swept_over_workers_and_multiprocessing(photos: Path, tmp_path: Path) -> None:
+    results = tmp_path / "results"
+    done = run_profile(
+        [
+            f"{PIPELINES}.keras_pydataset:make_dataset",
+            *(
+                "--kw",
+                f"root={photos}",
+                "--kw",
+                "workers=2",
+                "--kw",
+                "multiprocessing=True",
+                "--workers",
+                "0,2",
+                *KERAS,
+            ),
+        ],
+        results,
+    )
+    assert done.returncode == 0, done.stderr + done.stdout
+    out = " ".join(done.stdout.split())  # rich wraps long lines
+    assert "/.venvs/tensorflow/bin/python -m imgbench.cli profile" in out
+    assert "where the time goes" in out and "2 threads" in out and "2 processes (yours)" in out
+    rows = read_rows(results)
+    # 0 (inline) and 2 asked for, 2 as threads and as processes (the user's own)
+    points = [(row["workers"], extra(row)["use_multiprocessing"]) for _, row in rows.iterrows()]
+    assert points == [(0, False), (2, False), (2, True)]
+    assert list(rows["status"]) == ["ok"] * 3, list(rows["reason"])
+    assert set(rows["library"]) == {"keras-pydataset"} and set(rows["environment"]) == {
+        "tensorflow"
+    }
+    assert rows["library_version"].str.fullmatch(r"3\.\d+\.\d+.*").all()
+    assert rows["case_id"].str.endswith("use_multiprocessing=True").sum() == 1
+    assert (rows["images_per_s_median"] > 0).all() and (rows["batch_size"] == 4).all()
+    for _, row in rows.iterrows():
+        x = extra(row)
+        assert x["keras_setting"] == SETTING
+        assert x["user_setting"] == x["use_multiprocessing"]
+        assert x["batch_parts"] == [
+            {"shape": [4, 96, 96, 3], "dtype": "float32"},
+            {"shape": [4, 2], "dtype": "float64"},
+        ]
+        assert x["peak_pss_bytes"] > 0 and x["final_uss_bytes"]["main"] > 0
+        shares = x["attribution"]  # py-spy's samples, in the main process and Keras's workers
+        assert x["attribution_samples"] > 0 and abs(sum(shares.values()) - 1) < 0.01
+        assert shares["decode"] + shares["augment"] > 0, shares
+    processes = extra(rows.iloc[2])
+    assert processes["start_method"] in ("fork", "forkserver", "spawn")
+    assert len(processes["worker_pids"]) >= 2, processes.get("worker_pids")  # a pool per epoch
+    assert any(k.startswith("worker-") for k in processes["final_uss_bytes"])
+    assert extra(rows.iloc[1])["start_method"] == "threads"
+    assert extra(rows.iloc[0])["start_method"] is None  # inline: no pool
+    assert list(results.glob("*.speedscope.json"))
+    assert processes_mentioning(str(tmp_path)) == []
+
+
+def test_pydataset_whose_batch_raises_is_a_failed_row(photos: Path, tmp_path: Path) -> None:
+    results = tmp_path / "results"
+    done = run_profile(
+        [
+            f"{PIPELINES}.keras_pydataset:make_dataset",
+            *("--kw", f"root={photos}", "--kw", "bad=True", "--workers", "0", *KERAS),
+        ],
+        results,
+    )
+    assert done.returncode == 1, done.stderr + done.stdout
+    rows = read_rows(results)
+    assert list(rows["workers"]) == [0, 1] and set(rows["status"]) == {
+        "failed"
+    }  # 1: Keras's default
+    for reason in rows["reason"]:
+        assert "UnidentifiedImageError" in reason and "keras_pydataset.py" in reason
