@@ -307,6 +307,56 @@ _GPU = Profile(
         "final": FinalPlan(blocks=0),
     },
 )
+# The cheap HDD pass (docs/disks.md, "Does packing pay off on an HDD?"): folder, tar, LMDB and
+# RecordIO read cold (shuffled stored bytes), and the DataLoader at one worker per core over the
+# folder and over LMDB; nothing else. `imgbench run --profile disk --disk hdd`, then
+# `imgbench run --profile disk` for the real disk's rows of the same sample (the report's HDD/real
+# ratio). In no other profile and not in make bench: the lead decides after timing it.
+_DISK = Profile(
+    name="disk",
+    description="does packing pay off on an HDD: 4 formats cold + the DataLoader; with --disk hdd",
+    dataset="synthetic-imagenet-like",
+    rounds=10,
+    warmup_rounds=1,
+    host_budget_s=0.5,
+    # a loader round at 2 workers (4 batches of 32) reads the pool once: every read is cold
+    max_images=128,
+    thread_modes=(1,),
+    plans={
+        "read": ReadPlan(
+            libraries=(),
+            memory_threads=(),
+            disk_threads=(),
+            reduces=(),
+            native=False,
+            batch_sizes=(),
+        ),
+        "augment": AugmentPlan(libraries=(), transforms=(), pipelines=(), batch_sizes=()),
+        "format": FormatPlan(
+            libraries=("folder", "tar", "lmdb", "recordio"),
+            caches=("cold",),
+            orders=("shuffled",),
+            payloads=("bytes",),
+            storages=("local",),
+            raw_ceiling=False,
+        ),
+        "loader": LoaderPlan(
+            libraries=("torch-dataloader",),
+            worker_sweep=(os.cpu_count() or 2,),
+            sweep_pipelines=("default", "lmdb"),
+            extra_pipelines=(),
+            baseline_pipeline=None,
+            start_methods=(),
+            knobs=False,
+            au_accelerators=(),
+            in_order_workers=(),
+            cow_workers=(),
+            s3_pipelines=(),
+        ),
+        "final": FinalPlan(blocks=0),
+    },
+    settings={"loader_rounds": 5},
+)
 
 BUILTIN: dict[str, Profile] = {
     p.name: p
@@ -433,6 +483,7 @@ BUILTIN: dict[str, Profile] = {
             },
         ),
         _GPU,
+        _DISK,
     )
 }
 

@@ -21,6 +21,7 @@ def _format_row(disk: str, fmt: str, ips: float, order: str = "shuffled") -> dic
         "storage": "local",
         "disk_profile": disk,
         "dataset_name": "photos",
+        "sample_images": 32,
         "library": fmt,
         "variant": "v",
         "cache_state": "cold",
@@ -38,6 +39,7 @@ def _loader_row(disk: str, fmt: str, workers: int, ips: float, cache: str | None
         "storage": "local",
         "disk_profile": disk,
         "dataset_name": "photos",
+        "sample_images": 32,
         "library": "torch-dataloader",
         "variant": f"{fmt}-opencv-albumentations",
         "cache_state": cache,
@@ -100,8 +102,13 @@ def test_the_report_shows_the_ratio_table_and_the_advice(frame: pd.DataFrame) ->
     ratios, advice = hdd_over_real(frame), disk_advice(frame)
     markdown = "\n".join(disk_answer_markdown(ratios, advice))
     assert "### Emulated HDD over the real disk, cold" in markdown
-    assert "| photos | tar | shuffled | bytes | 3,900 | 1,200 | 0.31 |" in markdown
+    assert "| photos | 32 | tar | shuffled | bytes | 3,900 | 1,200 | 0.31 |" in markdown
     assert "On the emulated hdd disk: pick torch-dataloader" in markdown
     html = disk_answer_html(ratios, advice)
     assert "<td>0.04</td>" in html and "Which format and workers on each disk" in html
     assert disk_answer_markdown(ratios.iloc[0:0], []) == []
+
+
+def test_rows_of_different_samples_are_never_compared(frame: pd.DataFrame) -> None:
+    hdd = frame["disk_profile"] == "hdd"
+    assert hdd_over_real(frame.assign(sample_images=frame["sample_images"].where(hdd, 128))).empty

@@ -46,16 +46,18 @@ def _ok(frame: pd.DataFrame, stage: str) -> pd.DataFrame:
 
 
 def cold_format_rows(frame: pd.DataFrame) -> pd.DataFrame:
-    """Format-stage cold reads: one line per (disk, dataset, format, order, payload), median
-    images/s of its rows."""
+    """Format-stage cold reads: one line per (disk, dataset, sample size, format, order,
+    payload), median images/s of its rows."""
     rows = _ok(frame, "format")
     if rows.empty or "cache_state" not in rows:
-        return pd.DataFrame(columns=["disk", "dataset", *FORMAT_KEYS, "images/s"])
+        return pd.DataFrame(columns=["disk", "dataset", "images", *FORMAT_KEYS, "images/s"])
     rows = rows[(rows["cache_state"].astype(str) == "cold") & rows["_ips"].notna()]
     records = [
         {
             "disk": r["_disk"],
             "dataset": str(r.get("dataset_name")),
+            # the same sample on both disks: a ratio of different samples says nothing
+            "images": int(n) if (n := number(r.get("sample_images"))) is not None else -1,
             **{k: str(r["_params"].get(k, "")) for k in FORMAT_KEYS},
             "images/s": r["_ips"],
         }
@@ -63,20 +65,20 @@ def cold_format_rows(frame: pd.DataFrame) -> pd.DataFrame:
         if r["_params"].get("mode") == "read"
     ]
     if not records:
-        return pd.DataFrame(columns=["disk", "dataset", *FORMAT_KEYS, "images/s"])
+        return pd.DataFrame(columns=["disk", "dataset", "images", *FORMAT_KEYS, "images/s"])
     table = pd.DataFrame.from_records(records)
-    keys = ["disk", "dataset", *FORMAT_KEYS]
+    keys = ["disk", "dataset", "images", *FORMAT_KEYS]
     return table.groupby(keys, as_index=False)["images/s"].median()
 
 
 def hdd_over_real(frame: pd.DataFrame) -> pd.DataFrame:
-    """Per format (and order, payload, dataset) read cold on both: the emulated HDD's images/s
-    over the real disk's; empty where no format was read cold on both."""
+    """Per format (and order, payload, dataset and sample size) read cold on both: the emulated
+    HDD's images/s over the real disk's; empty where no format was read cold on both."""
     cold = cold_format_rows(frame)
-    columns = ["dataset", *FORMAT_KEYS, "real images/s", "hdd images/s", "hdd/real"]
+    columns = ["dataset", "images", *FORMAT_KEYS, "real images/s", "hdd images/s", "hdd/real"]
     if cold.empty:
         return pd.DataFrame(columns=columns)
-    keys = ["dataset", *FORMAT_KEYS]
+    keys = ["dataset", "images", *FORMAT_KEYS]
     real = cold[cold["disk"] == REAL].set_index(keys)["images/s"]
     hdd = cold[cold["disk"] == HDD].set_index(keys)["images/s"]
     both = pd.concat({"real images/s": real, "hdd images/s": hdd}, axis=1).dropna()
@@ -174,11 +176,11 @@ def _loader_pick(rows: pd.DataFrame) -> LoaderPick | None:
 
 def _packing(cold: pd.DataFrame) -> tuple[tuple[Packing, ...], str | None]:
     """Packed stores over the folder, cold shuffled stored bytes (the first dataset that has the
-    folder), and the fastest format there."""
+    folder; its sample), and the fastest format there."""
     shuffled = cold[(cold["order"] == "shuffled") & (cold["payload"] == "bytes")]
     if shuffled.empty:
         return (), None
-    for _, of_dataset in shuffled.groupby("dataset", sort=True):
+    for _, of_dataset in shuffled.groupby(["dataset", "images"], sort=True):
         ips = of_dataset.set_index("format")["images/s"]
         best = str(ips.idxmax())
         if FOLDER not in ips:

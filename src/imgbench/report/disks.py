@@ -84,7 +84,7 @@ def disk_answer_markdown(ratios: pd.DataFrame, advice: list[DiskAdvice]) -> list
         lines += [f"### {RATIO_TITLE}", "", f"_{RATIO_NOTE}._", ""]
         lines.append("| " + " | ".join(shown.columns) + " |")
         lines.append(
-            "|" + "|".join("---" if i < 4 else "---:" for i in range(shown.shape[1])) + "|"
+            "|" + "|".join("---" if i < 5 else "---:" for i in range(shown.shape[1])) + "|"
         )
         lines += [
             "| " + " | ".join(str(v) for v in row) + " |" for row in shown.itertuples(index=False)
