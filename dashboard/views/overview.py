@@ -11,7 +11,7 @@ from dashboard.allocators import best_gain, case_label, effects
 from dashboard.charts import show
 from dashboard.state import BENCH_HINT, View, current_view
 
-from imgbench.answer import Answer, answers, problems
+from imgbench.answer import Answer, answers, problems, task_answers
 from imgbench.answer.disk_advice import disk_advice, hdd_over_real
 from imgbench.answer.gpu import gpu_verdict
 from imgbench.report.charts import candidates_chart, stage_times_chart
@@ -149,6 +149,11 @@ def render(view: View) -> None:
         )
     for answer in found:
         render_answer(answer)
+    tasks = task_answers(frame)
+    if tasks:  # segmentation, crop-ocr: other work, each task its own answer
+        st.subheader("Other tasks")
+        st.caption("Each task's loader rows against its own only, never against classification.")
+        st.markdown("\n".join(f"- **{t.title}**: {t.headline()}" for t in tasks))
     allocator = allocator_text(view.ok())
     if allocator:
         st.markdown(allocator)

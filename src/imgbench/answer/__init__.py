@@ -6,6 +6,7 @@ from imgbench.answer.intervals import Interval, Ratio
 from imgbench.answer.measured import Measured
 from imgbench.answer.recommend import Answer, Reference, answers
 from imgbench.answer.rows import Configuration, problems
+from imgbench.answer.tasks import TaskAnswer, task_answers
 
 __all__ = [
     "Answer",
@@ -15,6 +16,8 @@ __all__ = [
     "Measured",
     "Ratio",
     "Reference",
+    "TaskAnswer",
     "answers",
     "problems",
+    "task_answers",
 ]

@@ -3,7 +3,9 @@ common default, what bounds it and what to try next; experiments and ceilings as
 
 One function, :func:`answers`, that the dashboard's Overview, ``imgbench report`` and
 ``imgbench advise`` share. It never pools machines, datasets or output sizes: each combination
-present in the rows gets its own :class:`Answer`, or a line saying what is missing.
+present in the rows gets its own :class:`Answer`, or a line saying what is missing. It reads
+classification rows only: the other tasks' loader rows (segmentation, crop-ocr) get their own
+short answer (``imgbench.answer.tasks``), never a place among these candidates.
 
 Every figure carries a 95% interval (``imgbench.answer.intervals``); the candidates the
 measurements cannot tell from the fastest form ``Answer.equivalent``, and the pick within it
@@ -33,6 +35,7 @@ from imgbench.answer.rows import (
     Configuration,
     Row,
     by_machine_and_dataset,
+    is_classification,
     is_decode_only,
     is_experiment,
     is_full_scale_ceiling,
@@ -473,7 +476,12 @@ def answers(frame: pd.DataFrame) -> list[Answer]:
         first = group.iloc[0]
         newest[(first["machine_id"], first["dataset_fingerprint"])] = group["created_utc"].max()
         loaders = group[
-            where(group, lambda r: r.get("stage") == "loader" and not is_decode_only(r))
+            where(
+                group,
+                lambda r: (
+                    r.get("stage") == "loader" and not is_decode_only(r) and is_classification(r)
+                ),
+            )
         ]
         sides = {output_side(row) for _, row in loaders.iterrows()}
         training = sorted((s for s in sides if s), reverse=True)

@@ -10,9 +10,11 @@ row's configuration comes from its ``params_json`` (``format``, ``decoder``, ``p
 - a *ceiling* is no choice a user can make: ``stage == "native"`` (tjbench) at full scale (a
   ``reduce`` parameter decodes a fraction of the pixels), and format rows of a ``raw*`` library
   (one big file read sequentially);
-- *comparable work* is one machine, one dataset (its fingerprint fixes the codec) and one output
-  size (``megapixels_per_round`` over ``images_per_round``: 224 x 224 for the training recipes,
-  none for the decode-only pass-through, which is no training job).
+- *comparable work* is one machine, one dataset (its fingerprint fixes the codec), one task
+  (``task``: classification, segmentation, crop-ocr; rows without the column are
+  classification) and one output size (``megapixels_per_round`` over ``images_per_round``:
+  224 x 224 for the training recipes, none for the decode-only pass-through, which is no
+  training job).
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ FILES = "files"  # imgbench.loaders.pipeline.FILES: the dataset's own image file
 STORAGE_CEILING_PREFIX = "raw"
 EXPERIMENT_SUFFIX = "experiment"
 REFERENCE_LOADER = "torch-dataloader"  # the loader the common default uses
+CLASSIFICATION = "classification"  # the task of rows that name none (imgbench.augment.tasks)
 # a legacy skipped row (before the plugin left them to their own session): not a real reason
 OTHER_ENVIRONMENT_REASON = r"^runs in the \S+ environment"
 
@@ -91,6 +94,18 @@ def is_experiment(row: Row) -> bool:
 def is_decode_only(row: Row) -> bool:
     """A loader row of the pass-through pipeline: full-size decodes, not a training job."""
     return json_object(row.get("params_json")).get("pipeline") == DECODE_ONLY
+
+
+def task_of(row: Row) -> str:
+    """The row's task: its ``task`` column, its case's ``task`` parameter, else classification."""
+    task = row.get("task")
+    if isinstance(task, str) and task:
+        return task
+    return str(json_object(row.get("params_json")).get("task") or CLASSIFICATION)
+
+
+def is_classification(row: Row) -> bool:
+    return task_of(row) == CLASSIFICATION
 
 
 def is_ceiling(row: Row) -> bool:

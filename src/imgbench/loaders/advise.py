@@ -70,11 +70,19 @@ class Advice:
     too_big: pd.DataFrame | None = None  # reach the target, but their summed PSS exceeds RAM
     au_rows: pd.DataFrame | None = None  # the loader feeding an emulated accelerator
     answer: Any = None  # imgbench.answer's Answer for these rows' machine and dataset
+    # imgbench.answer.tasks: the short answer per task beyond classification, these machines
+    task_answers: tuple[Any, ...] = field(default=())
 
 
 def loader_configurations(frame: pd.DataFrame) -> pd.DataFrame:
-    """Latest ok steady-state row per configuration, with memory and stage facts unpacked."""
+    """Latest ok steady-state row per configuration, with memory and stage facts unpacked:
+    classification rows only (a segmentation or crop-ocr row is other work: its own answer)."""
+    from imgbench.answer.rows import is_classification, where
+
     rows = frame[(frame["stage"] == "loader") & (frame["status"] == "ok")].copy()
+    if rows.empty:
+        return rows
+    rows = rows[where(rows, is_classification)]
     if rows.empty:
         return rows
     params = rows["params_json"].map(json_object)
@@ -166,6 +174,7 @@ def advise(
         too_big=rows[fast & ~fits],
         au_rows=au_rows(frame, set(rows["machine_id"].astype(str))),
         answer=_answer_for(frame, set(rows["machine_id"].astype(str))),
+        task_answers=_task_answers_for(frame, set(rows["machine_id"].astype(str))),
     )
 
 
@@ -193,6 +202,13 @@ def _answer_for(frame: pd.DataFrame, machines: set[str]) -> Any:
 
     mine = frame[frame["machine_id"].astype(str).isin(machines)]
     return next((a for a in answers(mine) if a.best is not None), None)
+
+
+def _task_answers_for(frame: pd.DataFrame, machines: set[str]) -> tuple[Any, ...]:
+    """Each task beyond classification measured on the advised machine: its own short answer."""
+    from imgbench.answer import task_answers
+
+    return tuple(task_answers(frame[frame["machine_id"].astype(str).isin(machines)]))
 
 
 def base_case_id(case_id: str) -> str:
@@ -528,13 +544,16 @@ def _print_au(console: Console, advice: Advice, target: float) -> None:
 def _print_answer(console: Console, advice: Advice) -> None:
     """The same answer as the dashboard's Overview and `imgbench report`."""
     answer = advice.answer
-    if answer is None:
-        return
-    console.print(
-        f"The answer ({answer.title}): {answer.headline()}", highlight=False, markup=False
-    )
-    if answer.next_step:
-        console.print(f"Next thing to try: {answer.next_step}.", highlight=False, markup=False)
+    if answer is not None:
+        console.print(
+            f"The answer ({answer.title}): {answer.headline()}", highlight=False, markup=False
+        )
+        if answer.next_step:
+            console.print(f"Next thing to try: {answer.next_step}.", highlight=False, markup=False)
+    for task in advice.task_answers:  # other work than the target's rows: never compared
+        console.print(
+            f"For {task.title}: {task.headline()}", highlight=False, markup=False, soft_wrap=True
+        )
 
 
 def _print_allocators(console: Console, gains: tuple[AllocatorGain, ...]) -> None:

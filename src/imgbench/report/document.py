@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from imgbench.answer import Answer, answers, problems
+from imgbench.answer import Answer, TaskAnswer, answers, problems, task_answers
 from imgbench.answer.decoders import DecoderRanking, decoder_rankings
 from imgbench.answer.disk_advice import DiskAdvice, disk_advice, hdd_over_real
 from imgbench.answer.disks import DiskTable, disk_tables
@@ -41,6 +41,8 @@ class Report:
     # per format read cold on both: the emulated HDD's images/s over the real disk's
     hdd_ratios: pd.DataFrame = field(default_factory=pd.DataFrame)
     disk_advice: list[DiskAdvice] = field(default_factory=list)  # per measured disk
+    # per task beyond classification (segmentation, crop-ocr): its own short answer
+    tasks: list[TaskAnswer] = field(default_factory=list)
     created_utc: datetime = field(default_factory=lambda: datetime.now(UTC))
 
     @property
@@ -62,6 +64,7 @@ def build_report(frame: pd.DataFrame, loaded: LoadedResults, source: str) -> Rep
         disks=disk_tables(frame),
         hdd_ratios=hdd_over_real(frame),
         disk_advice=disk_advice(frame),
+        tasks=task_answers(frame) if not frame.empty else [],
     )
     if not loaded.files and not loaded.skipped:
         report.notes.append(f"no result files in {source}: {BENCH_HINT}")

@@ -170,6 +170,16 @@ def render_html(report: Report) -> str:
         body.append(f"<h2>{escape(title)}</h2>")
         body.append("<ul>" + "".join(f"<li>{escape(line)}</li>" for line in rest) + "</ul>")
     body.extend(_answer(answer) for answer in report.answers)
+    if report.tasks:
+        body.append("<h2>Other tasks: each its own answer, never compared with classification</h2>")
+        body.append(
+            "<ul>"
+            + "".join(
+                f"<li><b>{escape(title)}</b>: {escape(headline)} (<code>{escape(row)}</code>)</li>"
+                for title, headline, row in (task.lines() for task in report.tasks)
+            )
+            + "</ul>"
+        )
     body.extend(_decoders(ranking) for ranking in report.decoders)
     body.append(disks_html(report.disks))
     body.append(disk_answer_html(report.hdd_ratios, report.disk_advice))

@@ -115,6 +115,12 @@ def render_markdown(report: Report) -> str:
         lines += [f"### {title}", "", *(f"- {line}" for line in rest), ""]
     for answer in report.answers:
         lines += _answer(answer)
+    if report.tasks:
+        lines += ["### Other tasks: each its own answer, never compared with classification", ""]
+        for task in report.tasks:
+            title, headline, row = task.lines()
+            lines += [f"- **{_cell(title)}**: {_cell(headline)} ({_cell(row)})"]
+        lines.append("")
     for ranking in report.decoders:
         lines += decoder_tables(ranking)
     lines += disks_markdown(report.disks)
