@@ -165,7 +165,7 @@ def test_checks_reject_wrong_masks_and_heads() -> None:
 def _task_workers(profile: str) -> dict[str, list[int]]:
     found: dict[str, list[int]] = {}
     for case in cases.loader_cases(get_profile(profile)):
-        if "task" in case.params:
+        if "task" in case.params and case.library == "torch-dataloader":  # the DataLoader sweep
             name = case.params["pipeline"] + " " + case.params["task"]
             found.setdefault(name, []).append(case.params["workers"])
     return found

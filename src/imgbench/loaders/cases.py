@@ -433,7 +433,9 @@ def pair_source(ctx: CaseContext) -> Any:
             from imgbench.datasets.pairs_synth import generate_pairs
 
             out = ctx.scratch_dir() / "loader-segmentation-pairs"
-            generate_pairs(out, min(ctx.max_images, SYNTH_PAIRS))
+            if not (out / ".complete").exists():  # another case of the session wrote them
+                generate_pairs(out, min(ctx.max_images, SYNTH_PAIRS))
+                (out / ".complete").touch()
             return out
 
         root = ctx.shared("loader-segmentation-pairs", synth)
