@@ -143,6 +143,8 @@ def own_rows(spec: LoaderSpec, plan: LoaderPlan) -> list[tuple[str, str | None, 
     thread sweep ("threads"), each method over its sweep, or its entry's ``workers``."""
     if spec.experiment is not None or spec.sweep == "workers":
         return []
+    if spec.pipelines != runs_tasks(spec.pipelines, plan):
+        return own_rows(replace(spec, pipelines=runs_tasks(spec.pipelines, plan)), plan)
     if spec.sweep == "threads":
         return [(name, None, t) for name in spec.pipelines for t in plan.thread_sweep]
     if spec.methods:
@@ -154,6 +156,14 @@ def own_rows(spec: LoaderSpec, plan: LoaderPlan) -> list[tuple[str, str | None, 
             for w in sweeps[sweep]
         ]
     return [(name, None, w) for name in spec.pipelines for w in spec.workers]
+
+
+def runs_tasks(names: tuple[str, ...], plan: LoaderPlan) -> tuple[str, ...]:
+    """A loader's pipelines less those of a task the plan does not run (its task pipelines,
+    ``task_pipelines`` and ``task_pipelines_at_cores``, name the tasks it runs)."""
+    named = (*plan.task_pipelines, *plan.task_pipelines_at_cores)
+    tasks = {CLASSIFICATION} | {pipeline_config(n).task for n in named}
+    return tuple(n for n in names if pipeline_config(n).task in tasks)
 
 
 def au_cases(spec: LoaderSpec, plan: LoaderPlan) -> list[Case]:

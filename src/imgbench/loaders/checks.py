@@ -58,8 +58,9 @@ class BatchExpectation:
 
     def describe(self) -> str:
         if self.task == "segmentation":
+            dims = " x ".join(str(n) for n in (self.batch_size, *self.image_shape()))
             return (
-                f"images {self.batch_size} x 3 x {SIDE} x {SIDE} float32 in "
+                f"images {dims} float32 in "
                 f"[{NORM_LOW:.2f}, {NORM_HIGH:.2f}]; masks {self.batch_size} x {SIDE} x {SIDE} "
                 f"int64 in [0, {self.classes - 1}]"
             )
@@ -85,14 +86,14 @@ def expectation(
 ) -> BatchExpectation:
     """The first batch a loader of ``config``'s pipeline must produce."""
     known = None if labels is None else frozenset(int(label) for label in labels)
+    layout: Layout = "hwc" if config.augment == TF_AUGMENT else "chw"
     if config.task != "classification":
         from imgbench.augment.tasks import N_CLASSES, OCR_CLASSES
 
         classes = N_CLASSES if config.task == "segmentation" else OCR_CLASSES
-        return BatchExpectation(batch_size, "chw", "float32", None, config.task, classes)
+        return BatchExpectation(batch_size, layout, "float32", None, config.task, classes)
     if config.augment == NO_AUGMENT:
         return BatchExpectation(batch_size, "list", "uint8", known)
-    layout: Layout = "hwc" if config.augment == TF_AUGMENT else "chw"
     dtype: Literal["float32", "uint8"] = "uint8" if config.recipe in UINT8_RECIPES else "float32"
     return BatchExpectation(batch_size, layout, dtype, known)
 

@@ -37,9 +37,24 @@ NAMED_PIPELINES: dict[str, PipelineConfig] = {
     "albumentationsx": PipelineConfig(augment="albumentationsx/numpy"),
     # spdl.io's FFmpeg decode as the decoder (the spdl loaders run it beside the default)
     "spdl-io": PipelineConfig(decoder="spdl/load-image"),
-    "tensorflow": PipelineConfig(decoder="tensorflow/decode-jpeg", augment="tensorflow"),
+    # tf.data: decode_jpeg on a pool of JPEGs, decode_image on PNG (imgbench.loaders.tfdata)
+    "tensorflow": PipelineConfig(decoder="tensorflow/decode-image", augment="tensorflow"),
     "tensorflow-tfrecord": PipelineConfig(
-        format="tfrecord", decoder="tensorflow/decode-jpeg", augment="tensorflow"
+        format="tfrecord", decoder="tensorflow/decode-image", augment="tensorflow"
+    ),
+    # the segmentation recipe in TensorFlow ops, from the pairs' files and from TFRecord
+    "tensorflow-segmentation": PipelineConfig(
+        decoder="tensorflow/decode-image",
+        augment="tensorflow",
+        recipe="segmentation",
+        task="segmentation",
+    ),
+    "tensorflow-segmentation-tfrecord": PipelineConfig(
+        format="tfrecord",
+        decoder="tensorflow/decode-image",
+        augment="tensorflow",
+        recipe="segmentation",
+        task="segmentation",
     ),
     # MXNet's ImageRecordIter over the .rec it packs (its own format): MXNet's decode and recipe
     "mxnet-recordio": PipelineConfig(format="recordio", decoder="mxnet/imdecode", augment="mxnet"),
@@ -194,7 +209,13 @@ LOADERS: tuple[LoaderSpec, ...] = (
         processes=False,
         environment="tensorflow",
         workers=(0,),
-        pipelines=("tensorflow", "tensorflow-tfrecord"),
+        # the task pipelines run where the plan runs their task (cases.own_rows)
+        pipelines=(
+            "tensorflow",
+            "tensorflow-tfrecord",
+            "tensorflow-segmentation",
+            "tensorflow-segmentation-tfrecord",
+        ),
         note="tf.data: map(num_parallel_calls=AUTOTUNE) + prefetch(AUTOTUNE)",
         own_formats=("tfrecord",),
     ),

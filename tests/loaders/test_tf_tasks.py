@@ -1,0 +1,70 @@
+"""tf.data on tasks and on PNG, for real in the tensorflow env (tests/loaders/tf_tasks_probe.py
+runs there): the segmentation recipe from the pairs' files and from TFRecord, JPEG and PNG
+images, palette and colour masks; a PNG classification pool; a mask colour not in the table.
+Skipped where the env is not built, as tests/loaders/test_tensorflow_env.py is."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from imgbench.augment.tasks import N_CLASSES
+from imgbench.envs import env_dir
+from imgbench.loaders.registry import get_loader, pipeline_config
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def probed(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    python = env_dir("tensorflow", ROOT) / "bin" / "python"
+    if not python.exists():
+        pytest.skip("tensorflow env not built here (`imgbench env create tensorflow`)")
+    work = tmp_path_factory.mktemp("tf-tasks")
+    done = subprocess.run(
+        [str(python), "-m", "tests.loaders.tf_tasks_probe", str(work)],
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT)])},
+        capture_output=True,
+        text=True,
+        timeout=240,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    found: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return found
+
+
+@pytest.mark.parametrize("source", ["files-jpeg", "tfrecord-jpeg", "files-png", "tfrecord-png"])
+def test_segmentation_first_batch(probed: dict[str, Any], source: str) -> None:
+    got = probed[source]
+    assert got.get("check") == "pass", got
+    assert got["images"] == [[4, 224, 224, 3], "float32"]
+    assert got["targets"] == [[4, 224, 224], "int64"]
+    assert set(got["classes"]) <= set(range(N_CLASSES)) and len(got["classes"]) >= 2
+    assert got["all_jpeg"] == source.endswith("jpeg")  # a JPEG pool keeps decode_jpeg
+    assert got["stage_times"] == ["augment", "decode", "read"]
+
+
+def test_png_classification_pool_runs(probed: dict[str, Any]) -> None:
+    got = probed["classification-png"]
+    assert got.get("check") == "pass", got
+    assert got["images"] == [[4, 224, 224, 3], "float32"] and got["targets"] == [[4], "int64"]
+
+
+def test_mask_colour_not_in_the_table_names_the_file(probed: dict[str, Any]) -> None:
+    error = probed["bad-colour"]["error"]
+    assert "a mask colour is not in the colour table" in error
+    assert "pairs-bad/masks/00000.png" in error
+
+
+def test_tf_data_runs_the_segmentation_pipelines() -> None:
+    spec = get_loader("tf-data")
+    tasks = {pipeline_config(n).task: n for n in spec.pipelines}
+    assert "segmentation" in tasks
+    assert pipeline_config("tensorflow").decoder == "tensorflow/decode-image"  # PNG too

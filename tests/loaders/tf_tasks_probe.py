@@ -1,0 +1,82 @@
+"""Run by the TensorFlow environment's interpreter (tests/loaders/test_tf_tasks.py): tf.data's
+first batch on synthetic pairs (segmentation from files and from TFRecord, JPEG and PNG images)
+and on a PNG classification pool, checked as the loader stage checks it; prints one JSON line.
+
+Usage: ``python -m tests.loaders.tf_tasks_probe WORKDIR``.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from PIL import Image
+
+from imgbench.augment.tasks import COLOURS
+from imgbench.datasets import pairs
+from imgbench.datasets.pairs_synth import generate_pairs
+from imgbench.loaders import tfdata
+from imgbench.loaders.checks import check_batch, expectation
+from imgbench.loaders.pipeline import FileSource, PairSource, SamplePipeline
+from imgbench.loaders.registry import pipeline_config
+
+BATCH = 4
+
+
+def first_batch(source: Any, name: str) -> dict[str, Any]:
+    config = pipeline_config(name)
+    try:
+        loader = tfdata.build(SamplePipeline(source, config), {"batch_size": BATCH, "workers": 0})
+    except Exception as exc:  # the row's reason
+        return {"error": f"{type(exc).__name__}: {' '.join(str(exc).split())[:300]}"}
+    try:
+        images, targets, _, _ = next(iter(loader.batches()))
+        problem = check_batch((images, targets), expectation(config, BATCH, None))
+        return {
+            "check": problem or "pass",
+            "images": [list(images.shape), images.dtype.name],
+            "targets": [list(targets.shape), targets.dtype.name],
+            "classes": sorted({int(v) for v in np.unique(targets.numpy())}),
+            "all_jpeg": loader.all_jpeg,
+            "stage_times": sorted(loader.stage_times),
+        }
+    except Exception as exc:  # the row's reason: one line
+        return {"error": f"{type(exc).__name__}: {str(exc).splitlines()[0][:300]}"}
+    finally:
+        loader.close()
+
+
+def pair_source(root: Path) -> PairSource:
+    layout = pairs.detect(root)
+    assert layout is not None
+    return PairSource(
+        [str(root / i) for i, _ in layout.pairs], [str(root / m) for _, m in layout.pairs]
+    )
+
+
+def main(work: Path) -> None:
+    out: dict[str, Any] = {}
+    for kind, masks in (("jpeg", "palette"), ("png", "rgb")):
+        root = work / f"pairs-{kind}"
+        generate_pairs(root, 6, size=(160, 120), codec=kind, masks=masks)
+        out[f"files-{kind}"] = first_batch(pair_source(root), "tensorflow-segmentation")
+        out[f"tfrecord-{kind}"] = first_batch(pair_source(root), "tensorflow-segmentation-tfrecord")
+    root = work / "pairs-png"
+    pngs = sorted(str(p) for p in (root / "images").glob("*.png"))
+    out["classification-png"] = first_batch(FileSource(pngs, [0, 1] * 3), "tensorflow")
+    bad = work / "pairs-bad"
+    generate_pairs(bad, 4, size=(160, 120))
+    first = sorted((bad / "masks").glob("*.png"))[0]
+    colours = np.zeros((120, 160, 3), np.uint8)
+    colours[:] = (1, 2, 3)  # not in the colour table
+    assert (1, 2, 3) not in COLOURS
+    Image.fromarray(colours).save(first)
+    out["bad-colour"] = first_batch(pair_source(bad), "tensorflow-segmentation")
+    print(json.dumps(out))
+
+
+if __name__ == "__main__":
+    main(Path(sys.argv[1]))
