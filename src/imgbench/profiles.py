@@ -308,8 +308,8 @@ _GPU = Profile(
     },
 )
 # The cheap HDD pass (docs/disks.md, "Does packing pay off on an HDD?"): folder, tar, LMDB and
-# RecordIO read cold (shuffled stored bytes), and the DataLoader at one worker per core over the
-# folder and over LMDB; nothing else. `imgbench run --profile disk --disk hdd`, then
+# RecordIO read cold (shuffled stored bytes), and the DataLoader at one worker per core over each
+# of them; nothing else. `imgbench run --profile disk --disk hdd`, then
 # `imgbench run --profile disk` for the real disk's rows of the same sample (the report's HDD/real
 # ratio). In no other profile and not in make bench: the lead decides after timing it.
 _DISK = Profile(
@@ -343,7 +343,7 @@ _DISK = Profile(
         "loader": LoaderPlan(
             libraries=("torch-dataloader",),
             worker_sweep=(os.cpu_count() or 2,),
-            sweep_pipelines=("default", "lmdb"),
+            sweep_pipelines=("default", "tar", "lmdb", "recordio"),
             extra_pipelines=(),
             baseline_pipeline=None,
             start_methods=(),

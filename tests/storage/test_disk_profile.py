@@ -16,9 +16,9 @@ def test_the_disk_profile_is_the_packing_question_only() -> None:
     assert {c.params["format"] for c in reads} == {"folder", "tar", "lmdb", "recordio"}
     assert {(c.params["cache_state"], c.params["order"]) for c in reads} == {("cold", "shuffled")}
     loaders = stage_cases("loader", profile)
+    cores = os.cpu_count() or 2
     assert {(c.params["format"], c.params["workers"]) for c in loaders} == {
-        ("files", os.cpu_count() or 2),
-        ("lmdb", os.cpu_count() or 2),
+        (fmt, cores) for fmt in ("files", "tar", "lmdb", "recordio")
     }
     assert not profile.environments and not profile.allocators and not profile.extra_datasets
     # the default profile (make bench) is untouched: it keeps its own matrix

@@ -24,6 +24,10 @@ NAMED_PIPELINES: dict[str, PipelineConfig] = {
     "torchvision": PipelineConfig(augment="torchvision/v2-tensor"),
     "decode-only": PipelineConfig(augment=NO_AUGMENT),  # big arrays cross processes
     "lmdb": PipelineConfig(format="lmdb"),
+    # the DataLoader over imgbench's tar shards and RecordIO (read by offset, one file handle per
+    # worker): with lmdb, the packed stores of the disk profile's loader rows (docs/disks.md)
+    "tar": PipelineConfig(format="tar"),
+    "recordio": PipelineConfig(format="recordio"),
     "pillow": PipelineConfig(decoder="pillow/open-convert"),
     "pillow-pil": PipelineConfig(decoder="pillow/open-convert", augment="pillow/pil"),
     # the same pipelines over another build of their library, run in its env (the parts' env
