@@ -68,3 +68,38 @@ def test_tf_data_runs_the_segmentation_pipelines() -> None:
     tasks = {pipeline_config(n).task: n for n in spec.pipelines}
     assert "segmentation" in tasks
     assert pipeline_config("tensorflow").decoder == "tensorflow/decode-image"  # PNG too
+
+
+@pytest.mark.parametrize(
+    ("key", "pool", "pids"),
+    [
+        ("keras-0-None", [1, False], 0),
+        ("keras-2-threads", [2, False], 0),
+        ("keras-2-processes", [2, True], 2),
+    ],
+)
+def test_keras_crop_ocr_first_batch(
+    probed: dict[str, Any], key: str, pool: list[Any], pids: int
+) -> None:
+    got = probed[key]
+    assert got["check"] == "pass", got
+    assert got["images"] == [[4, 32, 128, 3], "float32"]
+    assert got["targets"] == [[4, 4, 50], "float32"]  # to_categorical per head, per batch
+    assert got["pool"] == pool and got["pids"] == pids
+
+
+def test_full_sweeps_keras_crop_ocr_over_threads_and_processes() -> None:
+    from imgbench.loaders.cases import loader_cases
+    from imgbench.profiles import get_profile
+
+    def keras_tasks(profile: str) -> list[tuple[int, str | None]]:
+        return [
+            (c.params["workers"], c.params.get("method"))
+            for c in loader_cases(get_profile(profile))
+            if c.library == "keras-pydataset" and c.params.get("task") == "crop-ocr"
+        ]
+
+    full = keras_tasks("full")
+    assert (0, None) in full and len(full) >= 3
+    assert {m for _, m in full} == {None, "threads", "processes"}
+    assert keras_tasks("default") == []  # over ~25 s of make bench: full only

@@ -1,6 +1,7 @@
 """Run by the TensorFlow environment's interpreter (tests/loaders/test_tf_tasks.py): tf.data's
 first batch on synthetic pairs (segmentation from files and from TFRecord, JPEG and PNG images)
-and on a PNG classification pool, checked as the loader stage checks it; prints one JSON line.
+and on a PNG classification pool, and Keras's on crop-ocr (inline, threads, processes), checked
+as the loader stage checks it; prints one JSON line.
 
 Usage: ``python -m tests.loaders.tf_tasks_probe WORKDIR``.
 """
@@ -15,12 +16,12 @@ from typing import Any
 import numpy as np
 from PIL import Image
 
-from imgbench.augment.tasks import COLOURS
+from imgbench.augment.tasks import COLOURS, OCR_HEADS
 from imgbench.datasets import pairs
 from imgbench.datasets.pairs_synth import generate_pairs
-from imgbench.loaders import tfdata
+from imgbench.loaders import keras, tfdata
 from imgbench.loaders.checks import check_batch, expectation
-from imgbench.loaders.pipeline import FileSource, PairSource, SamplePipeline
+from imgbench.loaders.pipeline import FileSource, HeadsSource, PairSource, SamplePipeline
 from imgbench.loaders.registry import pipeline_config
 
 BATCH = 4
@@ -45,6 +46,25 @@ def first_batch(source: Any, name: str) -> dict[str, Any]:
         }
     except Exception as exc:  # the row's reason: one line
         return {"error": f"{type(exc).__name__}: {str(exc).splitlines()[0][:300]}"}
+    finally:
+        loader.close()
+
+
+def keras_first_batch(source: Any, workers: int, method: str | None) -> dict[str, Any]:
+    config = pipeline_config("pillow-crop-ocr")
+    params = {"batch_size": BATCH, "workers": workers, "method": method}
+    loader = keras.build(SamplePipeline(source, config), params)
+    try:
+        images, heads, _, _ = next(iter(loader.batches()))
+        expect = expectation(config, BATCH, None)
+        expect = type(expect)(**{**expect.__dict__, "classes": source.classes})
+        return {
+            "check": check_batch((images, heads), expect) or "pass",
+            "images": [list(images.shape), images.dtype.name],
+            "targets": [list(heads.shape), heads.dtype.name],
+            "pool": [loader.dataset.workers, loader.dataset.use_multiprocessing],
+            "pids": len(loader.worker_pids()),
+        }
     finally:
         loader.close()
 
@@ -75,6 +95,12 @@ def main(work: Path) -> None:
     assert (1, 2, 3) not in COLOURS
     Image.fromarray(colours).save(first)
     out["bad-colour"] = first_batch(pair_source(bad), "tensorflow-segmentation")
+    generate_pairs(work / "ocr", 6, size=(320, 240))  # crop-ocr's box lies in 320x240
+    jpegs = sorted(str(p) for p in (work / "ocr" / "images").glob("*.jpg"))
+    heads = np.random.default_rng(0).integers(0, 50, (len(jpegs), OCR_HEADS))
+    for workers, method in ((0, None), (2, "threads"), (2, "processes")):
+        source = HeadsSource(jpegs, heads, 50)
+        out[f"keras-{workers}-{method}"] = keras_first_batch(source, workers, method)
     print(json.dumps(out))
 
 

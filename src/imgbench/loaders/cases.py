@@ -145,6 +145,17 @@ def own_rows(spec: LoaderSpec, plan: LoaderPlan) -> list[tuple[str, str | None, 
         return []
     if spec.pipelines != runs_tasks(spec.pipelines, plan):
         return own_rows(replace(spec, pipelines=runs_tasks(spec.pipelines, plan)), plan)
+    tasks = tuple(n for n in spec.pipelines if pipeline_config(n).task != CLASSIFICATION)
+    if tasks and spec.task_methods:  # 0 workers, then each method at each other count
+        rest = tuple(n for n in spec.pipelines if n not in tasks)
+        rows = own_rows(replace(spec, pipelines=rest, task_methods=()), plan)
+        if plan.task_workers != "auto":
+            return rows  # the methods' sweep is the full task sweep's
+        counts = plan.task_worker_counts()
+        rows += [(n, None, 0) for n in tasks if 0 in counts]
+        rows += [(n, m, w) for n in tasks for w in counts if w for m in spec.task_methods]
+        # Keras runs one thread without multiprocessing inline: the 0-worker row's work
+        return [r for r in rows if not (r[1] == "threads" and r[2] == 1)]
     if spec.sweep == "threads":
         return [(name, None, t) for name in spec.pipelines for t in plan.thread_sweep]
     if spec.methods:
@@ -175,6 +186,8 @@ def au_cases(spec: LoaderSpec, plan: LoaderPlan) -> list[Case]:
         return []
     by_method: dict[str | None, tuple[str, list[int]]] = {}
     for name, method, w in own_rows(spec, plan):
+        if pipeline_config(name).task != CLASSIFICATION:
+            continue  # AU rows are classification's
         by_method.setdefault(method, (name, []))[1].append(w)
     return [
         loader_case(

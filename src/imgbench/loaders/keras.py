@@ -5,6 +5,12 @@ Runs in the ``tensorflow`` environment. Each ``__getitem__`` loads one batch wit
 pipeline (Pillow decode and Pillow's train recipe: that environment has no OpenCV or torch) and
 stacks it with NumPy. Batches come from Keras's own enqueuer, the one ``model.fit`` uses,
 through its data adapter (``get_numpy_iterator``), so workers, queue and pickling are Keras's.
+
+``method`` (the task rows): ``threads`` or ``processes`` is ``use_multiprocessing`` False or True
+at ``workers``; without one, as the classification row always ran, 2+ workers are processes and
+0 or 1 runs ``__getitem__`` inline. crop-ocr's batch is (B x 32 x 128 x 3 float32, B x 4 x classes
+one-hot), the heads encoded in ``__getitem__`` with ``keras.utils.to_categorical`` as seed 000's
+``Sequence`` does (Keras 3 returns float64; cast to float32, what the DataLoader row ships).
 """
 
 from __future__ import annotations
@@ -15,15 +21,23 @@ from typing import Any
 import numpy as np
 
 from imgbench.loaders.base import Batch, clock
-from imgbench.loaders.pipeline import SamplePipeline
+from imgbench.loaders.pipeline import CROP_OCR, SamplePipeline
 
 EPOCH_BATCHES = 64  # long epochs: Keras restarts its workers' queue every epoch
 
 
-def collate_numpy(samples: list[tuple[Any, int, tuple[float, float, float]]]) -> Batch:
+def collate_numpy(
+    samples: list[tuple[Any, Any, tuple[float, float, float]]], heads: int = 0
+) -> Batch:
+    """Stack the samples; ``heads`` classes (crop-ocr): the label heads one-hot, per batch."""
     start = clock()
     images = np.stack([np.asarray(s[0]) for s in samples])
     labels = np.asarray([s[1] for s in samples], dtype=np.int64)
+    if heads:
+        import keras
+
+        onehot = [keras.utils.to_categorical(labels[:, k], heads) for k in range(labels.shape[1])]
+        labels = np.stack(onehot, axis=1).astype(np.float32)
     stage_s = np.asarray([s[2] for s in samples], dtype=np.float64)
     return images, labels, stage_s, clock() - start
 
@@ -36,6 +50,8 @@ def _dataset_class() -> type:
             super().__init__(**kwargs)
             self.pipeline = pipeline
             self.batch_size = batch_size
+            crop_ocr = pipeline.config.task == CROP_OCR
+            self.heads = int(getattr(pipeline.source, "classes", 0)) if crop_ocr else 0
             self.rng = np.random.default_rng(0)
 
         def __len__(self) -> int:
@@ -45,7 +61,7 @@ def _dataset_class() -> type:
             n = len(self.pipeline)
             rng = np.random.default_rng(index)
             images, labels, stage_s, collate_s = collate_numpy(
-                [self.pipeline[int(i)] for i in rng.integers(0, n, self.batch_size)]
+                [self.pipeline[int(i)] for i in rng.integers(0, n, self.batch_size)], self.heads
             )
             return {"images": images, "labels": labels, "stage_s": stage_s, "collate_s": collate_s}
 
@@ -54,12 +70,17 @@ def _dataset_class() -> type:
 
 class KerasLoader:
     def __init__(self, pipeline: SamplePipeline, params: Mapping[str, Any]) -> None:
-        workers = max(1, int(params.get("workers") or 1))
+        workers = int(params.get("workers") or 0)
+        method = params.get("method")
+        if method not in (None, "threads", "processes"):
+            raise ValueError(f"keras-pydataset runs threads or processes, not {method!r}")
+        multiprocessing = workers > 1 if method is None else method == "processes"
+        workers = max(1, workers)
         self.dataset = _dataset_class()(
             pipeline,
             int(params["batch_size"]),
             workers=workers,
-            use_multiprocessing=workers > 1,
+            use_multiprocessing=multiprocessing,
             max_queue_size=int(params.get("prefetch_factor") or 2) * workers,
         )
         self.pipeline = pipeline

@@ -74,6 +74,10 @@ NAMED_PIPELINES: dict[str, PipelineConfig] = {
         augment="torchvision/v2-tensor", recipe="segmentation", task="segmentation"
     ),
     "crop-ocr": PipelineConfig(recipe="crop-ocr", task="crop-ocr"),
+    # crop-ocr in Pillow, as seed 000's Keras Sequence does it (the Keras loader's)
+    "pillow-crop-ocr": PipelineConfig(
+        decoder="pillow/open-convert", augment="pillow/pil", recipe="crop-ocr", task="crop-ocr"
+    ),
 }
 
 
@@ -108,6 +112,10 @@ class LoaderSpec(LibrarySpec):
     # each over the plan's worker or thread sweep with ``method`` in its parameters (replaces
     # ``workers``); e.g. torchdata's ParallelMapper on threads and on processes
     methods: tuple[tuple[str, Literal["workers", "threads"]], ...] = ()
+    # its task pipelines' rows (cases.own_rows): 0 workers, then each method at each of the
+    # plan's other task worker counts, in the full task sweep only (``task_workers`` "auto");
+    # e.g. Keras's use_multiprocessing False and True
+    task_methods: tuple[str, ...] = ()
     experiment: str | None = None
 
     def load(self) -> ModuleType:
@@ -230,7 +238,8 @@ LOADERS: tuple[LoaderSpec, ...] = (
         dist="keras",
         processes=True,
         environment="tensorflow",
-        pipelines=("pillow-pil",),
+        pipelines=("pillow-pil", "pillow-crop-ocr"),
+        task_methods=("threads", "processes"),  # use_multiprocessing False, True
         note="keras.utils.PyDataset(workers=N, use_multiprocessing=True)",
     ),
     LoaderSpec(
