@@ -20,7 +20,13 @@ from imgbench.measure.context import CaseContext
 from imgbench.measure.errors import CaseFailed
 from imgbench.profiles import get_profile
 
-SEG = ("torchvision/v2-tensor", "albumentations/numpy", "opencv/numpy", "kornia/tensor")
+SEG = (
+    "torchvision/v2-tensor",
+    "albumentations/numpy",
+    "opencv/numpy",
+    "kornia/tensor",
+    "pillow/pil",
+)
 OCR = ("pillow/pil", "albumentations/numpy", "opencv/numpy", "torchvision/v2-tensor")
 
 
@@ -93,7 +99,7 @@ def test_verify_segmentation_names_each_library() -> None:
     results = {a.key: a for a in verify_task("segmentation")}
     assert set(results) == set(SEG)
     assert results["torchvision/v2-tensor"].flag == "pass (reference)"
-    assert results["kornia/tensor"].flag == "pass"
+    assert results["kornia/tensor"].flag == "pass" and results["pillow/pil"].flag == "pass"
     for key in ("albumentations/numpy", "opencv/numpy"):  # the OpenCV nearest family
         assert results[key].flag == "pass" or "mask pixels differ" in results[key].flag
         assert results[key].image_mean_abs < tasks.SEG_IMAGE_MEAN_TOL

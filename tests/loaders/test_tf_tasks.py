@@ -88,18 +88,28 @@ def test_keras_crop_ocr_first_batch(
     assert got["pool"] == pool and got["pids"] == pids
 
 
-def test_full_sweeps_keras_crop_ocr_over_threads_and_processes() -> None:
+def test_full_sweeps_keras_tasks_over_threads_and_processes() -> None:
     from imgbench.loaders.cases import loader_cases
     from imgbench.profiles import get_profile
 
-    def keras_tasks(profile: str) -> list[tuple[int, str | None]]:
+    def keras_tasks(profile: str, task: str) -> list[tuple[int, str | None]]:
         return [
             (c.params["workers"], c.params.get("method"))
             for c in loader_cases(get_profile(profile))
-            if c.library == "keras-pydataset" and c.params.get("task") == "crop-ocr"
+            if c.library == "keras-pydataset" and c.params.get("task") == task
         ]
 
-    full = keras_tasks("full")
-    assert (0, None) in full and len(full) >= 3
-    assert {m for _, m in full} == {None, "threads", "processes"}
-    assert keras_tasks("default") == []  # over ~25 s of make bench: full only
+    for task in ("crop-ocr", "segmentation"):
+        full = keras_tasks("full", task)
+        assert (0, None) in full and len(full) >= 3
+        assert {m for _, m in full} == {None, "threads", "processes"}
+        assert keras_tasks("default", task) == []  # over ~25 s of make bench: full only
+
+
+def test_keras_segmentation_first_batch(probed: dict[str, Any]) -> None:
+    got = probed["keras-segmentation"]  # Pillow's recipe in Keras's 2 processes
+    assert got["check"] == "pass", got
+    assert got["images"] == [[4, 3, 224, 224], "float32"]
+    assert got["targets"] == [[4, 224, 224], "int64"]
+    assert got["pool"] == [2, True] and got["pids"] == 2
+    assert set(got["classes"]) <= set(range(N_CLASSES)) and len(got["classes"]) >= 2

@@ -50,20 +50,24 @@ def first_batch(source: Any, name: str) -> dict[str, Any]:
         loader.close()
 
 
-def keras_first_batch(source: Any, workers: int, method: str | None) -> dict[str, Any]:
-    config = pipeline_config("pillow-crop-ocr")
+def keras_first_batch(
+    source: Any, workers: int, method: str | None, name: str = "pillow-crop-ocr"
+) -> dict[str, Any]:
+    config = pipeline_config(name)
     params = {"batch_size": BATCH, "workers": workers, "method": method}
     loader = keras.build(SamplePipeline(source, config), params)
     try:
         images, heads, _, _ = next(iter(loader.batches()))
         expect = expectation(config, BATCH, None)
-        expect = type(expect)(**{**expect.__dict__, "classes": source.classes})
+        if config.task == "crop-ocr":
+            expect = type(expect)(**{**expect.__dict__, "classes": source.classes})
         return {
             "check": check_batch((images, heads), expect) or "pass",
             "images": [list(images.shape), images.dtype.name],
             "targets": [list(heads.shape), heads.dtype.name],
             "pool": [loader.dataset.workers, loader.dataset.use_multiprocessing],
             "pids": len(loader.worker_pids()),
+            "classes": sorted({int(v) for v in np.unique(heads)}),
         }
     finally:
         loader.close()
@@ -101,6 +105,8 @@ def main(work: Path) -> None:
     for workers, method in ((0, None), (2, "threads"), (2, "processes")):
         source = HeadsSource(jpegs, heads, 50)
         out[f"keras-{workers}-{method}"] = keras_first_batch(source, workers, method)
+    pairs_jpeg = pair_source(work / "pairs-jpeg")
+    out["keras-segmentation"] = keras_first_batch(pairs_jpeg, 2, "processes", "pillow-segmentation")
     print(json.dumps(out))
 
 

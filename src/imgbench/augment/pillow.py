@@ -10,6 +10,7 @@ from __future__ import annotations
 import io
 import random
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 from PIL import Image, ImageEnhance, ImageFilter, ImageOps
@@ -214,5 +215,39 @@ def _crop_ocr(image: Image.Image) -> np.ndarray:
     return out.astype(np.float32) / np.float32(255.0)
 
 
+def _seg_geometry(
+    image: np.ndarray, mask: np.ndarray, g: tasks.Geometry
+) -> tuple[Image.Image, np.ndarray]:
+    """The same window and flip on both: Pillow's bilinear (antialiased) for the image; for the
+    mask torch's nearest (source index floor(x * crop / 224) in float32), by NumPy indexing,
+    since Pillow's NEAREST samples pixel centres and would pick other rows than the reference."""
+    size = tasks.SEG_SIZE
+    box = (g.left, g.top, g.left + g.width, g.top + g.height)
+    out = Image.fromarray(image).resize((size, size), BILINEAR, box=box)
+    steps = np.arange(size, dtype=np.float32)
+    rows = np.minimum((steps * np.float32(g.height / size)).astype(np.intp), g.height - 1)
+    cols = np.minimum((steps * np.float32(g.width / size)).astype(np.intp), g.width - 1)
+    out_mask = mask[g.top + rows[:, None], g.left + cols[None, :]]
+    if g.flip:
+        out, out_mask = out.transpose(Image.Transpose.FLIP_LEFT_RIGHT), out_mask[:, ::-1]
+    return out, np.ascontiguousarray(out_mask)
+
+
+def _seg_out(image: Image.Image, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    return chw_float(normalize(image)), mask.astype(np.int64), tasks.onehot_np(mask)
+
+
+def _segmentation(sample: tuple[np.ndarray, np.ndarray]) -> Any:
+    image, mask = sample
+    out, out_mask = _seg_geometry(image, mask, tasks.draw_geometry(image.shape[1], image.shape[0]))
+    return _seg_out(color_jitter(out), out_mask)
+
+
 def task_recipes(input_kind: InputKind) -> dict[str, Callable[[], tasks.TaskOp]]:
-    return {"crop-ocr": lambda: tasks.TaskOp(_crop_ocr, "pil")}
+    return {
+        "crop-ocr": lambda: tasks.TaskOp(_crop_ocr, "pil"),
+        # by hand, as a Keras DataGenerator does it where only Pillow is (the tensorflow env)
+        "segmentation": lambda: tasks.TaskOp(
+            _segmentation, "numpy", lambda s, g: _seg_out(*_seg_geometry(s[0], s[1], g))
+        ),
+    }

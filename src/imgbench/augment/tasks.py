@@ -55,7 +55,7 @@ SUPPORT: dict[str, tuple[str, ...]] = {
     "torchvision/v2-tensor": ("segmentation", "crop-ocr", "onehot"),
     "kornia/tensor": ("segmentation",),
     "opencv/numpy": ("segmentation", "crop-ocr", "onehot"),
-    "pillow/pil": ("crop-ocr",),
+    "pillow/pil": ("crop-ocr", "segmentation"),
 }
 REFERENCE = {"segmentation": "torchvision/v2-tensor", "crop-ocr": "pillow/pil"}
 RECIPES = {

@@ -11,6 +11,7 @@ at ``workers``; without one, as the classification row always ran, 2+ workers ar
 0 or 1 runs ``__getitem__`` inline. crop-ocr's batch is (B x 32 x 128 x 3 float32, B x 4 x classes
 one-hot), the heads encoded in ``__getitem__`` with ``keras.utils.to_categorical`` as seed 000's
 ``Sequence`` does (Keras 3 returns float64; cast to float32, what the DataLoader row ships).
+segmentation's is (B x 3 x 224 x 224 float32, B x 224 x 224 int64): Pillow's recipe per sample.
 """
 
 from __future__ import annotations
@@ -21,18 +22,23 @@ from typing import Any
 import numpy as np
 
 from imgbench.loaders.base import Batch, clock
-from imgbench.loaders.pipeline import CROP_OCR, SamplePipeline
+from imgbench.loaders.pipeline import CROP_OCR, SEGMENTATION, SamplePipeline
 
 EPOCH_BATCHES = 64  # long epochs: Keras restarts its workers' queue every epoch
 
 
 def collate_numpy(
-    samples: list[tuple[Any, Any, tuple[float, float, float]]], heads: int = 0
+    samples: list[tuple[Any, Any, tuple[float, float, float]]], heads: int = 0, pairs: bool = False
 ) -> Batch:
-    """Stack the samples; ``heads`` classes (crop-ocr): the label heads one-hot, per batch."""
+    """Stack the samples; ``heads`` classes (crop-ocr): the label heads one-hot, per batch;
+    ``pairs`` (segmentation): the samples are (image, mask) and the masks are the labels."""
     start = clock()
-    images = np.stack([np.asarray(s[0]) for s in samples])
-    labels = np.asarray([s[1] for s in samples], dtype=np.int64)
+    if pairs:
+        images = np.stack([np.asarray(s[0][0]) for s in samples])
+        labels = np.stack([np.asarray(s[0][1], dtype=np.int64) for s in samples])
+    else:
+        images = np.stack([np.asarray(s[0]) for s in samples])
+        labels = np.asarray([s[1] for s in samples], dtype=np.int64)
     if heads:
         import keras
 
@@ -52,6 +58,7 @@ def _dataset_class() -> type:
             self.batch_size = batch_size
             crop_ocr = pipeline.config.task == CROP_OCR
             self.heads = int(getattr(pipeline.source, "classes", 0)) if crop_ocr else 0
+            self.pairs = pipeline.config.task == SEGMENTATION
             self.rng = np.random.default_rng(0)
 
         def __len__(self) -> int:
@@ -61,7 +68,9 @@ def _dataset_class() -> type:
             n = len(self.pipeline)
             rng = np.random.default_rng(index)
             images, labels, stage_s, collate_s = collate_numpy(
-                [self.pipeline[int(i)] for i in rng.integers(0, n, self.batch_size)], self.heads
+                [self.pipeline[int(i)] for i in rng.integers(0, n, self.batch_size)],
+                self.heads,
+                self.pairs,
             )
             return {"images": images, "labels": labels, "stage_s": stage_s, "collate_s": collate_s}
 

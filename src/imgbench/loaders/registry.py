@@ -74,7 +74,14 @@ NAMED_PIPELINES: dict[str, PipelineConfig] = {
         augment="torchvision/v2-tensor", recipe="segmentation", task="segmentation"
     ),
     "crop-ocr": PipelineConfig(recipe="crop-ocr", task="crop-ocr"),
-    # crop-ocr in Pillow, as seed 000's Keras Sequence does it (the Keras loader's)
+    # segmentation and crop-ocr in Pillow, as a Keras DataGenerator and seed 000's Sequence do
+    # them (the Keras loader's: the tensorflow env has Pillow, not OpenCV or torch)
+    "pillow-segmentation": PipelineConfig(
+        decoder="pillow/open-convert",
+        augment="pillow/pil",
+        recipe="segmentation",
+        task="segmentation",
+    ),
     "pillow-crop-ocr": PipelineConfig(
         decoder="pillow/open-convert", augment="pillow/pil", recipe="crop-ocr", task="crop-ocr"
     ),
@@ -238,7 +245,7 @@ LOADERS: tuple[LoaderSpec, ...] = (
         dist="keras",
         processes=True,
         environment="tensorflow",
-        pipelines=("pillow-pil", "pillow-crop-ocr"),
+        pipelines=("pillow-pil", "pillow-segmentation", "pillow-crop-ocr"),
         task_methods=("threads", "processes"),  # use_multiprocessing False, True
         note="keras.utils.PyDataset(workers=N, use_multiprocessing=True)",
     ),
