@@ -63,11 +63,24 @@ def test_mask_colour_not_in_the_table_names_the_file(probed: dict[str, Any]) -> 
     assert "pairs-bad/masks/00000.png" in error
 
 
-def test_tf_data_runs_the_segmentation_pipelines() -> None:
+def test_tf_data_runs_the_segmentation_pipelines_in_full() -> None:
+    from imgbench.loaders.cases import loader_cases
+    from imgbench.profiles import get_profile
+
     spec = get_loader("tf-data")
     tasks = {pipeline_config(n).task: n for n in spec.pipelines}
     assert "segmentation" in tasks
     assert pipeline_config("tensorflow").decoder == "tensorflow/decode-image"  # PNG too
+
+    def formats(profile: str) -> set[str]:
+        return {
+            c.params["format"]
+            for c in loader_cases(get_profile(profile))
+            if c.library == "tf-data" and c.params.get("task") == "segmentation"
+        }
+
+    assert formats("full") == {"files", "tfrecord"}
+    assert formats("default") == set()  # 39 s of make bench here, over ~25 s
 
 
 @pytest.mark.parametrize(
