@@ -51,10 +51,12 @@ def test_segmentation_first_batch(probed: dict[str, Any], source: str) -> None:
     assert got["stage_times"] == ["augment", "decode", "read"]
 
 
-def test_png_classification_pool_runs(probed: dict[str, Any]) -> None:
-    got = probed["classification-png"]
+@pytest.mark.parametrize("pool", ["classification-png", "png-named-jpg"])
+def test_png_classification_pool_runs(probed: dict[str, Any], pool: str) -> None:
+    got = probed[pool]
     assert got.get("check") == "pass", got
     assert got["images"] == [[4, 224, 224, 3], "float32"] and got["targets"] == [[4], "int64"]
+    assert got["all_jpeg"] is False  # decode_image: the codec from the bytes
 
 
 def test_mask_colour_not_in_the_table_names_the_file(probed: dict[str, Any]) -> None:

@@ -91,6 +91,11 @@ def main(work: Path) -> None:
     root = work / "pairs-png"
     pngs = sorted(str(p) for p in (root / "images").glob("*.png"))
     out["classification-png"] = first_batch(FileSource(pngs, [0, 1] * 3), "tensorflow")
+    jpegs = sorted(str(p) for p in (work / "pairs-jpeg" / "images").glob("*.jpg"))
+    disguised = work / "png-named.jpg"  # a PNG named .jpg among JPEGs: decode_image reads it
+    disguised.write_bytes(Path(pngs[0]).read_bytes())
+    mixed = FileSource([*jpegs[:3], str(disguised)], [0, 1, 0, 1])
+    out["png-named-jpg"] = first_batch(mixed, "tensorflow")
     bad = work / "pairs-bad"
     generate_pairs(bad, 4, size=(160, 120))
     first = sorted((bad / "masks").glob("*.png"))[0]

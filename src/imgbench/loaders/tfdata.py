@@ -15,9 +15,10 @@ close, and read with ``TFRecordDataset`` -> ``shuffle`` (a buffer of the whole p
 4096 records) -> ``map(parse_single_example + decode_jpeg + augment)``. TensorFlow writes it
 itself because the ``tfrecord`` package's protos clash with TensorFlow's in one process.
 
-A pool whose files all end .jpg/.jpeg decodes with ``decode_jpeg`` (the graph as it always was);
-any other pool (PNG, or JPEG and PNG mixed) with ``decode_image(channels=3,
-expand_animations=False)``, which picks the codec from the bytes, so a PNG named .jpg decodes too.
+A pool whose files are all JPEG (by their first bytes, read once untimed) decodes with
+``decode_jpeg`` (the graph as it always was); any other pool (PNG, JPEG and PNG mixed, a PNG named
+.jpg) with ``decode_image(channels=3, expand_animations=False)``, which picks the codec from the
+bytes.
 
 The ``segmentation`` task (``imgbench.augment.tasks``; its pool is image + mask pairs): the mask
 PNG is decoded as RGB colours (a palette PNG expands to its colours) and one-hot encoded through
@@ -118,7 +119,7 @@ class TfDataLoader:
         if self.task not in (CLASSIFICATION, SEGMENTATION):
             raise ValueError(f"tf-data runs classification and segmentation, not {self.task}")
         self.labels = np.asarray(getattr(source, "labels", [0] * len(self.paths)), dtype=np.int64)
-        self.all_jpeg = all(p.lower().endswith((".jpg", ".jpeg")) for p in self.paths)
+        self.all_jpeg = all(_is_jpeg(p) for p in self.paths)
         self.batch_size = int(params["batch_size"])
         workers = int(params.get("workers") or 0)
         self.parallel = tf.data.AUTOTUNE if workers == 0 else workers
@@ -240,6 +241,12 @@ class TfDataLoader:
         if self._tmp is not None:
             shutil.rmtree(self._tmp, ignore_errors=True)
             self._tmp = None
+
+
+def _is_jpeg(path: str) -> bool:
+    """The file starts with JPEG's SOI marker (its extension may say otherwise)."""
+    with open(path, "rb") as handle:
+        return handle.read(3) == b"\xff\xd8\xff"
 
 
 def _bytes_feature(tf: Any, path: str) -> Any:
