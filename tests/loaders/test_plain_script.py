@@ -45,8 +45,9 @@ def lab() -> ModuleType:
     return module
 
 
+@pytest.mark.parametrize("epoch_passes", [1, 4])  # the folder's epochs; a long sampled epoch
 def test_the_plain_loader_reads_the_whole_folder_without_imgbench(
-    lab: ModuleType, photo_dir: Path, tmp_path: Path
+    lab: ModuleType, photo_dir: Path, tmp_path: Path, epoch_passes: int
 ) -> None:
     text = lab.plain_text()
     assert "imgbench" not in text and not re.search(r"@[A-Z_]+@", text)  # every number filled
@@ -55,7 +56,7 @@ def test_the_plain_loader_reads_the_whole_folder_without_imgbench(
     case = cases.loader_case(
         "torch-dataloader", 0, plan=PLAN, config=pipeline_config("common-default")
     )
-    config = lab.plain_config(case, photo_dir, Settings(), rounds=1)
+    config = lab.plain_config(case, photo_dir, Settings(), rounds=1, epoch_passes=epoch_passes)
     config |= {"batch_size": 4, "batches_per_round": 1, "warmup_batches": 1}
     out = subprocess.run(
         [sys.executable, "-c", RUN_AND_REPORT, str(script), json.dumps(config)],
