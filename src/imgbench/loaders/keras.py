@@ -113,17 +113,7 @@ class KerasLoader:
         return endless()
 
     def worker_pids(self) -> list[int]:
-        import psutil
-
-        me = psutil.Process().cmdline()
-        pids = []
-        for child in psutil.Process().children():
-            try:  # a pool worker that just ended is a zombie until reaped: not a worker
-                if child.cmdline() == me:
-                    pids.append(child.pid)
-            except psutil.NoSuchProcess:  # ZombieProcess included
-                continue
-        return pids
+        return pool_worker_pids()
 
     def close(self) -> None:
         if self._adapter is not None:
@@ -133,3 +123,19 @@ class KerasLoader:
 
 def build(pipeline: SamplePipeline, params: Mapping[str, Any]) -> KerasLoader:
     return KerasLoader(pipeline, params)
+
+
+def pool_worker_pids() -> list[int]:
+    """Keras's multiprocessing pool workers: this process's children running its own command
+    line (forked), which tells them from the memory sampler and other helpers."""
+    import psutil
+
+    me = psutil.Process().cmdline()
+    pids = []
+    for child in psutil.Process().children():
+        try:  # a pool worker that just ended is a zombie until reaped: not a worker
+            if child.cmdline() == me:
+                pids.append(child.pid)
+        except psutil.NoSuchProcess:  # ZombieProcess included
+            continue
+    return pids

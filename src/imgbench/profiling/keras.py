@@ -18,6 +18,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from imgbench.loaders.base import Batch, reap
+from imgbench.loaders.keras import pool_worker_pids
 
 LIBRARY = "keras-pydataset"
 SETTING = "keras.utils.PyDataset(workers=..., use_multiprocessing=...)"
@@ -105,17 +106,7 @@ class KerasUserLoader:
         the memory sampler are children too, with their own)."""
         if not (self.point[1] and uses_pool(self.point)):
             return []  # threads or inline: the memory sampler reads this process
-        import psutil
-
-        me = psutil.Process().cmdline()
-        pids = []
-        for child in psutil.Process().children():
-            try:  # a pool worker that just ended is a zombie until reaped: not a worker
-                if child.cmdline() == me:
-                    pids.append(child.pid)
-            except psutil.NoSuchProcess:  # ZombieProcess included
-                continue
-        return pids
+        return pool_worker_pids()
 
     def close(self) -> None:
         pids = sorted(self._pids | set(self.worker_pids()))

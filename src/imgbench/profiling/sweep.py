@@ -230,7 +230,8 @@ def measure_configuration(
         drain_batches=drain,
         batch_timeout_s=settings.batch_timeout_s,
         first_batch_timeout_s=settings.first_batch_timeout_s,
-        memory_interval_s=settings.memory_interval_s,
+        # a short phase still gets about eight memory points (short-lived pool workers included)
+        memory_interval_s=min(settings.memory_interval_s, settings.seconds / 8),
         count_images=lambda b: images_in(b[0], batch),
     )
     extra = {**extra, **run.extra}
