@@ -14,14 +14,13 @@ import pytest
 import torch
 
 from imgbench.loaders import cases
-from imgbench.loaders.base import LoaderError
-from imgbench.loaders.pipeline import FileSource, SamplePipeline
 from imgbench.loaders.plan import LoaderPlan
-from imgbench.loaders.registry import get_loader, pipeline_config
+from imgbench.loaders.registry import pipeline_config
 from imgbench.measure.context import CaseContext
 from imgbench.profiles import get_profile
 from imgbench.readers.registry import find_spec
 from imgbench.readers.spdl import ffmpeg_problem
+from tests.loaders.bad_files import BAD_FILES, first_error, folder
 
 pytest.importorskip("spdl.pipeline")
 
@@ -95,49 +94,6 @@ def test_batches_and_cleanup(photo_ctx: CaseContext, library: str, pipeline: str
     assert not [p for p in _children() - children_before if psutil.pid_exists(p)]
 
 
-BAD_FILES = ("truncated.jpg", "empty.jpg", "png_named.jpg")
-
-
-def _folder(root: Path, photo_dir: Path, bad: str) -> list[str]:
-    """Three good photos and one bad file: a truncated JPEG, a zero-byte file or a PNG named
-    .jpg (the dataset scan leaves the first two out; these are files gone bad after it)."""
-    from PIL import Image
-
-    good = sorted(photo_dir.rglob("*.jpg"))[:3]
-    root.mkdir()
-    for i, path in enumerate(good):
-        (root / f"good_{i}.jpg").write_bytes(path.read_bytes())
-    data = good[0].read_bytes()
-    if bad == "truncated.jpg":
-        (root / bad).write_bytes(data[: len(data) // 2])
-    elif bad == "empty.jpg":
-        (root / bad).write_bytes(b"")
-    else:
-        with Image.open(good[1]) as image:
-            image.save(root / bad, format="PNG")
-    return sorted(str(p) for p in root.iterdir())
-
-
-def _first_error(library: str, pipeline: str, paths: list[str]) -> str | None:
-    """The loader's error within a few batches of the pool, or None; nothing may survive it."""
-    source = FileSource(paths, [0] * len(paths))
-    params = {"workers": 2, "batch_size": len(paths), "batch_timeout_s": 30}
-    loader = (
-        get_loader(library).load().build(SamplePipeline(source, pipeline_config(pipeline)), params)
-    )
-    children_before = _children()
-    try:
-        batches = loader.batches()
-        for _ in range(4):  # completion order: a batch may take the next epoch's samples first
-            next(batches)
-    except LoaderError as exc:
-        return str(exc)
-    finally:
-        loader.close()
-        assert not [p for p in _children() - children_before if psutil.pid_exists(p)]
-    return None
-
-
 @pytest.mark.timeout(120)
 @pytest.mark.parametrize(
     ("library", "pipeline", "named"),
@@ -153,10 +109,10 @@ def test_broken_files_are_named(
     for bad in BAD_FILES:
         if bad == "truncated.jpg" and bad not in named:
             continue
-        folder = tmp_path / bad.replace(".", "-")
-        error = _first_error(library, pipeline, _folder(folder, photo_dir, bad))
+        root = tmp_path / bad.replace(".", "-")
+        error = first_error(library, pipeline, folder(root, photo_dir, bad))
         if bad in named:
-            assert error is not None and str(folder / bad) in error, error
+            assert error is not None and str(root / bad) in error, error
             assert "broken samples" in error
         else:  # a PNG named .jpg decodes by its content, as the dataset scan identifies it
             assert error is None, error

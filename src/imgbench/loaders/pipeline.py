@@ -90,6 +90,10 @@ class FileSource:
         with open(self.paths[index], "rb") as handle:
             return handle.read(), int(self.labels[index])
 
+    def name(self, index: int) -> str:
+        """What a sample's error names: its file."""
+        return os.fsdecode(self.paths[index])
+
 
 class PairSource:
     """Image + mask pairs (``imgbench.datasets.pairs``): the payload is both files' bytes and the
@@ -106,6 +110,9 @@ class PairSource:
     def __getitem__(self, index: int) -> tuple[tuple[bytes, bytes, str], int]:
         with open(self.paths[index], "rb") as image, open(self.masks[index], "rb") as mask:
             return (image.read(), mask.read(), os.fsdecode(self.masks[index])), int(index)
+
+    def name(self, index: int) -> str:
+        return os.fsdecode(self.paths[index])
 
 
 class HeadsSource(FileSource):
@@ -194,6 +201,15 @@ class S3FormatSource(_OpenedPerProcess):
 
 
 # -- the per-sample pipeline -----------------------------------------------------------------------
+class SampleError(ValueError):
+    """A sample that could not be decoded, named (its file, or its index in a store)."""
+
+
+def sample_name(source: Any, index: int) -> str:
+    name = getattr(source, "name", None)
+    return str(name(index)) if callable(name) else f"sample {index} of the store"
+
+
 class SamplePipeline:
     """A map-style dataset: ``pipeline[i] -> (image, label, (read_s, decode_s, augment_s))``."""
 
@@ -227,7 +243,12 @@ class SamplePipeline:
         t0 = clock()
         payload, label = self.source[index]
         t1 = clock()
-        image = payload if isinstance(payload, np.ndarray) else self._decode(payload)
+        try:
+            image = payload if isinstance(payload, np.ndarray) else self._decode(payload)
+        except Exception as exc:  # the loader's error (in whichever worker) names the sample
+            raise SampleError(
+                f"{sample_name(self.source, index)}: {type(exc).__name__}: {exc}"
+            ) from exc
         t2 = clock()
         out = self._augment(image)
         t3 = clock()
