@@ -61,7 +61,11 @@ def test_default_profile_sweeps_s3_tar_with_au_and_keeps_local_ids() -> None:
         assert case.params["accelerator_images_per_s"] == 200  # the plan's first speed
         assert case.variant == "tar-opencv-albumentations+s3+au-sleep-200ips"
         assert case.services == ("s3",)
-        assert dict(case.columns) == {"storage": "s3", "network_shaping": "none"}
+        assert dict(case.columns) == {
+            "storage": "s3",
+            "network_shaping": "none",
+            "task": "classification",
+        }
         assert "network_shaping" not in case.params  # unshaped: no shape parameters
         assert {"webdataset", "boto3"} <= set(case.requires)
     # local cases: the ids they had, storage only as a row column, no service
@@ -92,7 +96,11 @@ def test_full_profile_adds_a_50ms_path_with_its_own_ids() -> None:
         assert case.services == ("s3@rtt50ms-unlimited",)
         assert case.params["network_shaping"] == "rtt50ms-unlimited"
         assert case.params["network_rtt_target_ms"] == 50
-        assert dict(case.columns) == {"storage": "s3", "network_shaping": "rtt50ms-unlimited"}
+        assert dict(case.columns) == {
+            "storage": "s3",
+            "network_shaping": "rtt50ms-unlimited",
+            "task": "classification",
+        }
         assert "+s3-rtt50ms-unlimited+" in case.variant
     assert {c.case_id for c in shaped}.isdisjoint(c.case_id for c in full if c not in shaped)
 
