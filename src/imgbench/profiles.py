@@ -85,6 +85,13 @@ class Profile:
     # any other measuring control by its Settings name (imgbench.measure.settings), checked when
     # a session resolves its settings: [tool.imgbench.profiles.NAME.settings] in pyproject.toml
     settings: Mapping[str, Any] = field(default_factory=dict)
+    # emulated disks (imgbench.storage.profiles) `imgbench run` adds a session on each, plus one
+    # on the real disk, running the stages named in disk_plans with those plans: each format's
+    # cold reads on both disks in one run (docs/disks.md). Skipped with one line where emulated
+    # disks cannot be set up. real_disk_plans: the real-disk session's further overrides
+    disks: tuple[str, ...] = ()
+    disk_plans: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    real_disk_plans: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
     def plan(self, kind: type[P]) -> P:
         """This profile's plan for a stage; the stage's defaults when the profile has none."""
@@ -98,6 +105,14 @@ class Profile:
     def in_allocator_session(self) -> Profile:
         """The profile as its allocator sessions run it: ``allocator_plans``."""
         return self._with_plans(self.allocator_plans, "allocator_plans")
+
+    def in_disk_session(self, disk: str) -> Profile:
+        """The profile as its session on ``disk`` runs it (``none``: the real disk's pass):
+        ``disk_plans``, then on the real disk ``real_disk_plans``."""
+        profile = self._with_plans(self.disk_plans, "disk_plans")
+        if disk == "none":
+            profile = profile._with_plans(self.real_disk_plans, "real_disk_plans")
+        return profile
 
     def _with_plans(self, overrides: Mapping[str, Mapping[str, Any]], where: str) -> Profile:
         plans = dict(self.plans)
@@ -126,6 +141,51 @@ DEFAULT_TRANSFORMS = (
     "normalize",
     "jpeg",
 )
+
+# make bench's disk sessions (docs/disks.md, "In make bench"): the `disk` profile's selection,
+# sized small: folder, tar, LMDB and RecordIO read cold (shuffled stored bytes) and the DataLoader
+# at 2 workers over the folder, tar and RecordIO (an LMDB loader cannot read cold: the workers
+# map it), on the main session's 32-image sample; a round of 4 batches of 8 reads that pool once.
+# On the real disk the format reads are the main session's own cold rows (same sample): not
+# read again; its loader rounds read cold too (cold_rounds)
+_DISK_PLANS: dict[str, dict[str, Any]] = {
+    "read": {
+        "libraries": [],
+        "memory_threads": [],
+        "disk_threads": [],
+        "reduces": [],
+        "native": False,
+        "batch_sizes": [],
+    },
+    "augment": {"libraries": [], "transforms": [], "pipelines": [], "batch_sizes": []},
+    "format": {
+        "libraries": ["folder", "tar", "lmdb", "recordio"],
+        "caches": ["cold"],
+        "orders": ["shuffled"],
+        "payloads": ["bytes"],
+        "storages": ["local"],
+        "raw_ceiling": False,
+    },
+    "loader": {
+        "libraries": ["torch-dataloader"],
+        "batch_size": 8,
+        "worker_sweep": [2],
+        "sweep_pipelines": ["default", "tar", "recordio"],
+        "extra_pipelines": [],
+        "baseline_pipeline": None,
+        "start_methods": [],
+        "knobs": False,
+        "au_accelerators": [],
+        "in_order_workers": [],
+        "cow_workers": [],
+        "s3_pipelines": [],
+        "supply_decoders": [],
+        "task_pipelines": [],
+        "task_pipelines_at_cores": [],
+        "cold_rounds": True,
+    },
+    "final": {"blocks": 0},
+}
 
 _DEFAULT = Profile(
     name="default",
@@ -259,6 +319,9 @@ _DEFAULT = Profile(
             "task_pipelines_at_cores": [],
         },
     },
+    disks=("hdd",),
+    disk_plans=_DISK_PLANS,
+    real_disk_plans={"format": {"libraries": []}},
 )
 
 # The accelerator half (docs/gpu.md; scripts/device_check.sh runs it on one GPU machine): the
@@ -506,6 +569,7 @@ _TOP_LEVEL = {
     "host_budget_s",
     "environments",
     "extra_datasets",
+    "disks",
 }
 
 
@@ -518,6 +582,7 @@ class ProfileChoice:
     name: str
     extra_dataset: bool = False
     allocator_session: bool = False
+    disk_session: str = ""  # a disk session's disk (``none``: the real disk's pass); "" none
 
     def resolve(self) -> Profile:
         profile = get_profile(self.name)
@@ -525,6 +590,8 @@ class ProfileChoice:
             profile = profile.on_extra_dataset()
         if self.allocator_session:
             profile = profile.in_allocator_session()
+        if self.disk_session:
+            profile = profile.in_disk_session(self.disk_session)
         return profile
 
 

@@ -41,6 +41,9 @@ class LoaderPlan(StagePlan):
     au_workers: int = 2
     # the reference DataLoader with in_order=False (torch >= 2.6) at these worker counts
     in_order_workers: tuple[int, ...] = (2,)
+    # local loader rounds read cold on the real disk too (the disk sessions' real-disk pass,
+    # docs/disks.md); on an emulated disk they always do (imgbench.loaders.cold)
+    cold_rounds: bool = False
     cow_workers: tuple[int, ...] = (0, 2, 4)  # the copy-on-access memory experiment
     cow_entries: int = 1_000_000
     # the index kinds it compares (imgbench.loaders.cow.INDEX_KINDS): pandas is seed 001's case,
