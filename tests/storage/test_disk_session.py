@@ -1,4 +1,6 @@
-"""A bench session with ``--imgbench-disk hdd``: its rows say so, and it leaves nothing behind."""
+"""One bench session on ``--imgbench-disk hdd`` (readers, formats and the DataLoader): its rows
+say so, cold reads come from the loop device, and it leaves nothing behind. A session that cannot
+set up its disk skips every case with why."""
 
 from __future__ import annotations
 
@@ -20,6 +22,8 @@ from tests.conftest import run_pytest
 from tests.shared_runs import BENCHES, REPO, write_photos
 
 REASON = unavailable_reason()
+# the cold reader and format rows and the 2-worker loader rows, in one session: a disk set up
+# (and the photos copied onto it) once instead of twice
 PROFILE = """
 [tool.imgbench.profiles.disktest]
 base = "quick"
@@ -42,6 +46,14 @@ caches = ["cold"]
 orders = ["shuffled"]
 payloads = ["bytes"]
 raw_ceiling = false
+
+[tool.imgbench.profiles.disktest.loader]
+libraries = ["torch-dataloader"]
+batch_size = 8
+worker_sweep = [2]
+sweep_pipelines = ["default"]
+extra_pipelines = ["lmdb", "tar"]
+baseline_pipeline = "default"
 """
 
 
@@ -59,23 +71,29 @@ def _leftover_ids() -> set[str]:
     return found - live
 
 
-@pytest.mark.skipif(REASON is not None, reason=f"emulated disk: {REASON}")
-def test_hdd_session_rows_and_nothing_left(tmp_path: Path) -> None:
+@pytest.fixture(scope="module")
+def hdd_run(tmp_path_factory: pytest.TempPathFactory) -> pd.DataFrame:
+    """The rows of the one session (it must pass); each test checks that nothing was left."""
+    if REASON is not None:
+        pytest.skip(f"emulated disk: {REASON}")
+    tmp_path = tmp_path_factory.mktemp("hdd-session")
     dataset = write_photos(tmp_path / "photos")
     (tmp_path / "pyproject.toml").write_text(PROFILE)
     proc = run_pytest(
         [
             str(BENCHES / "bench_readers.py"),
             str(BENCHES / "bench_formats.py"),
+            str(BENCHES / "bench_loaders.py"),
             "-k",
-            "cold",
+            # cold reads; the 2-worker loader rows (0 workers have no start method)
+            "cold or fork",
             f"--dataset={dataset}",
             "--imgbench-profile=disktest",
             "--imgbench-disk=hdd",
             f"--imgbench-results={tmp_path / 'results'}",
         ],
         cwd=tmp_path,
-        timeout=170,
+        timeout=300,
         env={
             **os.environ,
             "PYTHONPATH": str(REPO),
@@ -84,7 +102,11 @@ def test_hdd_session_rows_and_nothing_left(tmp_path: Path) -> None:
     )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
     (parquet,) = (tmp_path / "results").glob("*.parquet")
-    frame = pd.read_parquet(parquet)
+    return pd.read_parquet(parquet)
+
+
+def test_hdd_session_rows_and_nothing_left(hdd_run: pd.DataFrame) -> None:
+    frame = hdd_run[hdd_run["stage"] != "loader"]
     assert set(frame["status"]) == {"ok"}, frame[["case_id", "reason"]].to_string()
     assert set(frame["stage"]) == {"read", "format"}
     assert set(frame["cache_state"]) == {"cold"}
@@ -95,6 +117,26 @@ def test_hdd_session_rows_and_nothing_left(tmp_path: Path) -> None:
     if "storage_device_kind" in frame:  # read from the emulated disk, and cold: from the device
         assert set(frame["storage_device_kind"]) == {"loop"}
         assert (frame["io_reads_per_s"] > 0).all()
+    assert _leftover_ids() == set()
+    assert not any(not r.owner_alive() for r in records())
+
+
+def test_loader_rounds_read_the_emulated_disk_cold(hdd_run: pd.DataFrame) -> None:
+    frame = hdd_run[hdd_run["stage"] == "loader"]
+    assert set(frame["disk_profile"]) == {"hdd"}
+    ok = frame[frame["status"] == "ok"]
+    assert not ok.empty, frame[["case_id", "reason"]].to_string()
+    # the folder and a store read by offset through a file handle (tar shards) read cold
+    assert {v.split("-")[0] for v in ok["variant"]} == {"files", "tar"}, frame[
+        ["case_id", "status", "reason"]
+    ].to_string()
+    assert set(ok["cache_state"]) == {"cold"}
+    assert set(ok["storage_device_kind"]) == {"loop"}
+    assert (ok["io_reads_per_s"] > 0).all()  # the timed rounds read the loop device
+    assert ok["cache_method"].str.contains("DONTNEED").all()
+    # a store the workers keep mapped cannot read cold: skipped with why, never a warm figure
+    skipped = frame[frame["status"] == "skipped"]
+    assert skipped["reason"].str.contains("cold").all(), skipped["reason"].tolist()
     assert _leftover_ids() == set()
     assert not any(not r.owner_alive() for r in records())
 
