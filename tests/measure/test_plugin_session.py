@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 
 import pandas as pd
 import pyarrow.parquet as pq
+import pytest
 
 from tests.conftest import run_pytest
 
@@ -37,6 +39,7 @@ CASES = [
     Case(stage="test", library="gamma", variant="missing", prepare=ok_prepare,
          requires=("no_such_module_xyz",)),
     Case(stage="test", library="delta", variant="ok", prepare=ok_prepare, params={"threads": None}),
+    Case(stage="test", library="simd", variant="ok", prepare=ok_prepare, environment="pillow-simd"),
 ]
 if os.environ.get("IMGBENCH_TEST_KILL"):
     CASES.insert(2, Case(stage="test", library="killer", variant="x", prepare=killing_prepare))
@@ -62,13 +65,25 @@ def _args(tiny_dataset: Path, results: Path) -> list[str]:
     ]
 
 
-def test_failing_case_beside_passing_ones(tmp_path: Path, tiny_dataset: Path) -> None:
+@pytest.fixture(scope="module")
+def plain_session(
+    tmp_path_factory: pytest.TempPathFactory, tiny_dataset: Path
+) -> tuple[subprocess.CompletedProcess, pd.DataFrame]:
+    """The fake bench's session (ok, failing, missing-module and another environment's cases):
+    its process and its rows, by library."""
+    tmp_path = tmp_path_factory.mktemp("plugin-session")
     results = _setup(tmp_path)
     proc = run_pytest(_args(tiny_dataset, results), cwd=tmp_path)
-    assert proc.returncode == 1, proc.stdout + proc.stderr  # one case failed; the run went on
     files = list(results.glob("*.parquet"))
-    assert len(files) == 1
-    frame = pd.read_parquet(files[0]).set_index("library")
+    assert len(files) == 1, proc.stdout + proc.stderr
+    return proc, pd.read_parquet(files[0]).set_index("library")
+
+
+def test_failing_case_beside_passing_ones(
+    plain_session: tuple[subprocess.CompletedProcess, pd.DataFrame],
+) -> None:
+    proc, frame = plain_session
+    assert proc.returncode == 1, proc.stdout + proc.stderr  # one case failed; the run went on
     assert frame.loc["alpha", "status"] == "ok"
     assert frame.loc["delta", "status"] == "ok"
     assert frame.loc["beta", "status"] == "failed"
@@ -143,39 +158,17 @@ def test_missing_dataset_path_is_one_clear_line(tmp_path: Path) -> None:
     assert "Traceback" not in proc.stderr + proc.stdout
 
 
-OTHER_ENV_BENCH = """
-import pytest
-from imgbench.measure.case import Case, Workload
-
-
-def ok_prepare(ctx, case):
-    return Workload(items=[b"x"] * 4, fn=len, bytes_per_round=4, megapixels_per_round=0.1)
-
-
-CASES = [
-    Case(stage="test", library="alpha", variant="ok", prepare=ok_prepare, params={"threads": 1}),
-    Case(stage="test", library="simd", variant="ok", prepare=ok_prepare, environment="pillow-simd"),
-]
-
-
-@pytest.mark.parametrize("case", CASES, ids=[c.test_id for c in CASES])
-def test_case(imgbench, case):
-    imgbench.measure(case)
-"""
-
-
-def test_other_environment_cases_write_no_rows(tmp_path: Path, tiny_dataset: Path) -> None:
+def test_other_environment_cases_write_no_rows(
+    plain_session: tuple[subprocess.CompletedProcess, pd.DataFrame],
+) -> None:
     """A case of another environment is left to that environment's session: no skipped row in
-    this session's file, one summary line saying where it runs."""
-    (tmp_path / "test_fake_bench.py").write_text(OTHER_ENV_BENCH)
-    results = tmp_path / "results"
-    proc = run_pytest(_args(tiny_dataset, results), cwd=tmp_path)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    (path,) = results.glob("*.parquet")
-    frame = pd.read_parquet(path)
-    assert list(frame["library"]) == ["alpha"]
-    assert (frame["status"] == "ok").all()
+    this session's file, one summary line saying where it runs, and no failure (the session's
+    one failed case is beta's)."""
+    proc, frame = plain_session
+    assert sorted(frame.index) == ["alpha", "beta", "delta", "gamma"]
     assert "1 cases run in the pillow-simd environment" in proc.stdout
+    summary = proc.stdout.strip().splitlines()[-1]
+    assert "1 failed" in summary and "error" not in summary, summary
 
 
 def test_registered_cases_of_other_environments_are_not_collected(
