@@ -85,23 +85,30 @@ def test_quick_profile_rows(quick_run: pd.DataFrame) -> None:
     assert (reads["cache_method"].str.startswith("warm")).all()
 
 
-def test_missing_library_is_a_skipped_row_with_the_reason(tmp_path: Path, photo_dir: Path) -> None:
-    frame = _run(
-        tmp_path,
+@pytest.fixture(scope="module")
+def full_run(tmp_path_factory: pytest.TempPathFactory, photo_dir: Path) -> pd.DataFrame:
+    """One `full` session of tfrecord (made unimportable), LMDB and the raw file: the missing
+    library's rows and the cold reads, from one session instead of two."""
+    return _run(
+        tmp_path_factory.mktemp("formats-full"),
         photo_dir,
-        "--imgbench-profile=default",
+        "--imgbench-profile=full",
         "-p",
         "tests.formats.block_imports",
         "-k",
-        "tfrecord",
+        "tfrecord or lmdb or raw-file",
     )
+
+
+def test_missing_library_is_a_skipped_row_with_the_reason(full_run: pd.DataFrame) -> None:
+    frame = full_run[full_run["test_id"].str.contains("tfrecord")]  # what `-k tfrecord` ran
     assert len(frame) > 0
     assert (frame["status"] == "skipped").all()
     assert frame["reason"].str.contains("cannot import tfrecord").all()
 
 
-def test_cold_reads_evict_and_check(tmp_path: Path, photo_dir: Path) -> None:
-    frame = _run(tmp_path, photo_dir, "--imgbench-profile=full", "-k", "lmdb or raw-file")
+def test_cold_reads_evict_and_check(full_run: pd.DataFrame) -> None:
+    frame = full_run[~full_run["test_id"].str.contains("tfrecord")]  # `-k "lmdb or raw-file"`
     cold = frame[(frame["cache_state"] == "cold")]
     assert len(cold) == 5  # full: lmdb 2 orders x 2 payloads; raw-file: 1
     if (cold["status"] == "skipped").all():  # a tmpfs temp folder: say so, no figure
