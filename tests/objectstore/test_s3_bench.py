@@ -148,8 +148,11 @@ def test_a_server_that_crashes_at_start_fails_every_s3_case_with_the_reason(
 
 
 @needs_weed
-def test_network_shape_is_a_dimension_of_s3_rows(tmp_path: Path, tiny_dataset: Path) -> None:
-    """The same read unshaped, through a 50 ms path, and at a shape that cannot be set up."""
+def test_network_shape_is_a_dimension_of_s3_rows(
+    tmp_path: Path, tiny_dataset: Path, s3_server: S3Server, s3_env: dict[str, str]
+) -> None:
+    """The same read unshaped, through a 50 ms path, and at a shape that cannot be set up; on
+    the test process's server (a shaped path is set up in front of whichever server)."""
     import psutil
 
     # a bandwidth cap needs root, ip and tc; without them the 50 ms path is the relay alone
@@ -168,6 +171,7 @@ def test_network_shape_is_a_dimension_of_s3_rows(tmp_path: Path, tiny_dataset: P
         orders='["sequential"]',
         shapes=f'["rtt0ms-unlimited", "{slow}", "rtt5ms-unlimited"]',
         env={
+            **s3_env,
             "IMGBENCH_TEST_UNSHAPEABLE": "rtt5ms-unlimited",
             "IMGBENCH_TEST_PID_FILE": str(pid_file),
         },
@@ -183,6 +187,7 @@ def test_network_shape_is_a_dimension_of_s3_rows(tmp_path: Path, tiny_dataset: P
     assert not any("network_shaping" in p for p in direct["params"])
     assert (direct["extra"].map(lambda e: e["network_how"]) == "direct").all()
     server = direct["storage_endpoint"].iloc[0]
+    assert server == s3_server.endpoint.url
     # shaped: its own id, another address (the relay), a measured round trip of >= 50 ms
     shaped = by_shape[slow]
     assert (shaped["status"] == "ok").all(), shaped["reason"].tolist()
