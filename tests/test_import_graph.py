@@ -361,3 +361,36 @@ def test_the_probe_sees_a_cli_import() -> None:
     )
     assert result.returncode == 1, result.stdout + result.stderr
     assert "typer imported by:" in result.stdout and "cli.py" in result.stdout
+
+
+ENGINE_AND_STAGES = ("measure", "readers", "augment", "formats", "loaders")
+
+
+def _imported_roots(path: Path) -> set[str]:
+    """Top-level names of every module ``path`` imports, wherever the import sits."""
+    roots = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            roots.update(alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            roots.add(node.module.split(".")[0])
+    return roots
+
+
+@pytest.mark.parametrize("package", ENGINE_AND_STAGES)
+def test_the_engine_and_stage_code_never_import_pytest(package: str) -> None:
+    """The engine measures outside pytest: stage code raises imgbench's Skip/CaseFailed, and the
+    forked worker never loads pytest."""
+    offenders = [
+        str(path.relative_to(SRC))
+        for path in sorted((SRC / PACKAGE / package).rglob("*.py"))
+        if "pytest" in _imported_roots(path)
+    ]
+    assert offenders == []
+
+
+def test_the_pytest_plugin_is_hooks_only_and_short() -> None:
+    """Options, parametrizing, the fixture and rows' hand-over: the engine lives elsewhere."""
+    plugin = SRC / PACKAGE / "pytest_plugin.py"
+    assert len(plugin.read_text().splitlines()) < 350
+    assert "pytest" in _imported_roots(plugin)

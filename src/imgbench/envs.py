@@ -413,6 +413,19 @@ def is_built(name: str, root: Path | None = None) -> bool:
         return False
 
 
+def unmeasured_reason(
+    environment: str, session_environment: str, run_environments: tuple[str, ...]
+) -> str | None:
+    """Why no session measures the cases of an isolated ``environment`` that a main session
+    collects (not built here, and not among the run's ``environments``); None when its own
+    session does."""
+    if session_environment != "main" or environment in run_environments:
+        return None
+    if is_built(environment):
+        return None
+    return f"{environment} env not built: `imgbench env create {environment}`"
+
+
 def env_dir(name: str, root: Path | None = None) -> Path:
     _spec(name)
     return (root or _root()) / ".venvs" / name

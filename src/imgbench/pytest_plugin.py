@@ -21,16 +21,14 @@ from typing import Any
 import pytest
 
 from imgbench.benchmark_shim import record_samples
+from imgbench.envs import unmeasured_reason
 from imgbench.errors import one_line
 from imgbench.measure.case import Case
 from imgbench.measure.manager import Failed, Manager, Skipped
 from imgbench.measure.rounds import Measurement
 from imgbench.measure.rows import RunHeader, case_listing, case_row, new_run_id, summary_lines
 from imgbench.measure.server import profile_imports
-from imgbench.measure.settings import (
-    Settings,
-    SettingsError,
-)
+from imgbench.measure.settings import Settings, SettingsError
 from imgbench.paths import looks_like_path
 from imgbench.profiles import Profile, ProfileChoice, ProfileError
 from imgbench.pytest_options import add_options, settings_from
@@ -71,10 +69,6 @@ class SessionState:
     @property
     def settings(self) -> Settings:
         return self.manager.settings
-
-    @property
-    def results_path(self) -> Any:
-        return self.results.path_of(f"{self.run.run_id}.parquet")
 
     def record(self, row: dict[str, Any]) -> None:
         self.rows.append(row)
@@ -156,34 +150,20 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
             f"known: {[s.name for s in STAGES]}"
         )
     state = metafunc.config.stash[STATE_KEY]
-    # Each session runs only its own environment's cases: the others are measured by their
-    # environment's session (`imgbench run` starts it), so here they are counted, not written as
-    # skipped rows that would drown the real reasons. A case of an isolated environment that is
-    # not built here and that `imgbench run` would not build for this profile is measured by no
-    # session: it stays, as a skipped row saying how to build that environment.
+    # A session runs its own environment's cases; the others are counted, not written as skipped
+    # rows (their environment's session measures them), unless no session will (unmeasured_reason)
     kept = []
     for case in session_cases(stage, state.manager.profile, state.settings):
         if case.environment == state.environment:
             kept.append(case)
-        elif reason := unmeasured_reason(case.environment, state):
+        elif reason := unmeasured_reason(
+            case.environment, state.environment, state.profile.environments
+        ):
             state.unbuilt[case.environment] = reason
             kept.append(case)
         else:
             state.elsewhere[case.environment] = state.elsewhere.get(case.environment, 0) + 1
     metafunc.parametrize("imgbench_case", kept, ids=[c.test_id for c in kept])
-
-
-def unmeasured_reason(environment: str, state: SessionState) -> str | None:
-    """Why no session measures the cases of an isolated ``environment`` that this main session
-    collects (not built here, and not in the profile's ``environments``); None when its own
-    session does."""
-    if state.environment != "main" or environment in state.profile.environments:
-        return None
-    from imgbench.envs import is_built
-
-    if is_built(environment):
-        return None
-    return f"{environment} env not built: `imgbench env create {environment}`"
 
 
 class Harness:
@@ -321,23 +301,23 @@ def pytest_collection_finish(session: pytest.Session) -> None:
             json.dump(listing, handle)
 
 
+def _close(state: SessionState) -> None:
+    state.manager.close()
+    if state.disk is not None:  # after the server stopped: nothing holds the mount
+        state.disk.close()
+        state.disk = None
+
+
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     """The session's shared inputs end with it; what it built on disk is removed."""
-    state = session.config.stash.get(STATE_KEY, None)
-    if state is not None:
-        state.manager.close()
-        if state.disk is not None:  # after the server stopped: nothing holds the mount
-            state.disk.close()
-            state.disk = None
+    if (state := session.config.stash.get(STATE_KEY, None)) is not None:
+        _close(state)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
     """The emulated disk goes even when the session did not finish (a usage error, a crash)."""
-    state = config.stash.get(STATE_KEY, None)
-    if state is not None and state.disk is not None:
-        state.manager.close()
-        state.disk.close()
-        state.disk = None
+    if (state := config.stash.get(STATE_KEY, None)) is not None and state.disk is not None:
+        _close(state)
 
 
 def pytest_benchmark_update_machine_info(config: pytest.Config, machine_info: dict) -> None:
@@ -359,5 +339,7 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     if state.rows:
         ctx = state.manager.loaded_context
         dataset = ctx.dataset if ctx is not None else None
-        for line in summary_lines(state.rows, dataset, str(state.results_path)):
+        for line in summary_lines(
+            state.rows, dataset, str(state.results.path_of(f"{state.run.run_id}.parquet"))
+        ):
             terminalreporter.write_line(line)
