@@ -122,6 +122,7 @@ def prepare_feed(ctx: CaseContext, case: Case) -> Workload:
         cache_method="warm: the pool of images is re-read every epoch and stays in the page cache",
         extra=run.extra,
         close=close,
+        runs_ahead=True,
     )
 
 

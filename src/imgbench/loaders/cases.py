@@ -622,6 +622,7 @@ def prepare_loader(
         extra=run.extra,
         close=run.close,
         min_round_s=spec.min_round_s,
+        runs_ahead=True,
     )
 
 

@@ -224,6 +224,7 @@ def prepare_cow(ctx: CaseContext, case: Case) -> Workload:
         cache_method="n/a: no files are read",
         extra=run.extra,
         close=run.close,
+        runs_ahead=True,
     )
 
 

@@ -47,6 +47,10 @@ class Workload:
     # one burst or one gap. Its warm-up then lasts this long too, and the rounds are sized from
     # the mean warm pass (the fastest pass of a bursty loader is a burst)
     min_round_s: float = 0.0
+    # True where producers run while the timer is stopped (a loader's workers, threads or
+    # prefetch): the engine then never pauses between rounds (the host gate's waits), since a
+    # pause lets them work ahead and the next round times batches made during it
+    runs_ahead: bool = False
     # the path the rounds read from disk, when it is not what the engine assumes (the dataset's
     # root, or the session's scratch folder for a built store): its device goes in the row
     storage_path: Path | None = None

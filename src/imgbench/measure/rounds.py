@@ -270,7 +270,10 @@ def timed_rounds(
     Rounds run while the host was quiet are kept in time order; when the budget runs out first,
     the least-slowed of the others fill up, and their ratios say so in the row.
     """
-    waited = gate.wait_for_quiet(gate.budget_s / 2)
+    # a loader's workers keep producing while the gate waits: no waits for them (their slow
+    # rounds are still re-timed, back to back)
+    pause = not workload.runs_ahead
+    waited = gate.wait_for_quiet(gate.budget_s / 2) if pause else 0.0
     timed: list[tuple[float, list[float], float]] = []
     quiet = 0
     deadline = math.inf
@@ -282,7 +285,7 @@ def timed_rounds(
                 deadline = time.perf_counter() + gate.budget_s / 2
             elif time.perf_counter() > deadline:
                 break
-            if not gate.quiet(timed[-1][2]):  # still slow: probe until it quiets, not rounds
+            if pause and not gate.quiet(timed[-1][2]):  # still slow: probe until it quiets
                 waited += gate.wait_for_quiet(max(0.0, deadline - time.perf_counter()))
         timed.append(_one_round(workload, gate, meter))
         quiet += gate.quiet(timed[-1][2])

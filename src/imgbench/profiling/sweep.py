@@ -278,7 +278,9 @@ def _throughput(run: LoaderRun, seconds: float, per_round: int, batch: int) -> M
     settings = Settings(
         rounds=_ROUNDS, warmup_rounds=1, min_round_s=0.0, min_case_s=seconds, host_max_ratio=0.0
     )
-    workload = Workload(items=[None] * per_round, fn=lambda _: run.step(), images_per_item=batch)
+    workload = Workload(
+        items=[None] * per_round, fn=lambda _: run.step(), images_per_item=batch, runs_ahead=True
+    )
     begin = clock()
     measurement = time_workload(workload, settings, settings.host_gate(), label="profile")
     run.extra["phase_s"]["throughput"] = round(clock() - begin, 3)
