@@ -20,6 +20,7 @@ import pandas as pd
 import pytest
 
 from imgbench.envs import env_dir
+from imgbench.objectstore.server import S3Server
 from imgbench.paths import repo_root
 from tests.conftest import run_pytest
 from tests.objectstore.conftest import needs_weed, weed_processes
@@ -164,7 +165,13 @@ def test_mds_store_round_trips_locally_and_from_s3(photo_dir: Path, tmp_path: Pa
     assert _streaming_shm() <= shm_before
 
 
-def _bench(out: Path, python: str, *extra: str, mark_root: bool = False) -> pd.DataFrame:
+def _bench(
+    out: Path,
+    python: str,
+    *extra: str,
+    mark_root: bool = False,
+    env_extra: dict[str, str] | None = None,
+) -> pd.DataFrame:
     """bench_formats.py with the ``mdstest`` profile, as `imgbench run` starts a session."""
     (out / "pyproject.toml").write_text(PROFILE)
     if mark_root:  # this folder is the checkout: no .venvs/mosaic here
@@ -177,6 +184,7 @@ def _bench(out: Path, python: str, *extra: str, mark_root: bool = False) -> pd.D
         "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]),
         "IMGBENCH_FORMATS_DIR": str(scratch),
         "TMPDIR": str(tmp),
+        **(env_extra or {}),
     }
     proc = subprocess.run(
         [
@@ -209,12 +217,21 @@ def _bench(out: Path, python: str, *extra: str, mark_root: bool = False) -> pd.D
 
 
 @needs_weed
-def test_mds_cases_in_the_mosaic_session(photo_dir: Path, tmp_path: Path) -> None:
+def test_mds_cases_in_the_mosaic_session(
+    photo_dir: Path, tmp_path: Path, s3_server: S3Server, s3_env: dict[str, str]
+) -> None:
     """The mosaic env's session measures MDS locally (write, warm and cold reads) and on S3
-    (upload, sequential and shuffled reads), each verified record by record before timing."""
+    (upload, sequential and shuffled reads), each verified record by record before timing; on
+    the test process's S3 server (the round-trip test above starts a server in the env)."""
     python = _mosaic_python()
     shm_before = _streaming_shm()
-    rows = _bench(tmp_path, str(python), f"--dataset={photo_dir}", "--imgbench-env=mosaic")
+    rows = _bench(
+        tmp_path,
+        str(python),
+        f"--dataset={photo_dir}",
+        "--imgbench-env=mosaic",
+        env_extra=s3_env,
+    )
     count = _photo_count(photo_dir)
     assert (rows.status == "ok").all(), rows[["test_id", "status", "reason"]].to_string()
     assert set(rows.environment) == {"mosaic"} and set(rows.library) == {"mosaic-streaming"}
@@ -249,6 +266,7 @@ def test_mds_cases_in_the_mosaic_session(photo_dir: Path, tmp_path: Path) -> Non
     assert rows.extra.map(lambda e: e["verified_records"] == e["records"] > 8).all()
     assert rows.extra.map(lambda e: e["records"] <= min(16, count)).all()
     assert (rows.images_per_s_median > 0).all()
+    assert set(rows.storage_endpoint[rows.storage == "s3"]) == {s3_server.endpoint.url}
     s3_reads = rows[(rows.storage == "s3") & rows.params.map(lambda p: p["mode"] == "read")]
     for extra in s3_reads.extra:
         assert extra["time_to_first_sample_s"] > 0 and extra["upload_s"] > 0
