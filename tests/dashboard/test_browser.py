@@ -124,37 +124,45 @@ def _visit(page: Any, url: str, path: str, charts: int, name: str) -> None:
     assert drawn >= charts, f"{name}: {drawn} charts, expected {charts}"
 
 
-def test_every_page_renders_in_chromium(tmp_path: Path) -> None:
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    """One headless Chromium (through Playwright) for the module's pages: a launch each cost
+    seconds on 2 busy cores."""
     from playwright.sync_api import sync_playwright
 
+    with sync_playwright() as pw:
+        chromium = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        try:
+            yield chromium
+        finally:
+            chromium.close()
+
+
+def test_every_page_renders_in_chromium(tmp_path: Path, browser: Any) -> None:
     results = tmp_path / "results"
     results.mkdir()
     for spec in standard_runs():
         write_run(results, spec)
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    with serve(results) as url, sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+    with serve(results) as url:
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
         try:
-            page = browser.new_page(viewport={"width": 1400, "height": 1000})
             for path, charts in PAGES.items():
                 _visit(page, url, path, charts, path or "overview")
         finally:
-            browser.close()
+            page.close()
 
 
-def test_allocator_effect_renders_in_chromium(tmp_path: Path) -> None:
+def test_allocator_effect_renders_in_chromium(tmp_path: Path, browser: Any) -> None:
     """A run with allocator sessions: the pages draw one chart more (the allocator effect)."""
-    from playwright.sync_api import sync_playwright
-
     results = tmp_path / "results"
     results.mkdir()
     write_allocator_run(results)
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    with serve(results) as url, sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+    with serve(results) as url:
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
         try:
-            page = browser.new_page(viewport={"width": 1400, "height": 1000})
             for path, charts in ALLOCATOR_PAGES.items():
                 _visit(page, url, path, charts, f"{path}-allocators")
         finally:
-            browser.close()
+            page.close()
