@@ -33,6 +33,8 @@ def test_default_adds_environments_and_real_photos_for_readers() -> None:
         "default-allocator-glibc-tuned",
         "default-allocator-jemalloc",
         "default-allocator-tcmalloc",
+        "default-disk-hdd",
+        "default-disk-real",
     ]
     real = [s for s in sessions if s.dataset == "real-sample"]
     readers_and_loaders = (BENCHES / "bench_readers.py", BENCHES / "bench_loaders.py")
@@ -58,7 +60,7 @@ def test_secondary_sessions_thin_the_loader_plan() -> None:
 
 def test_user_dataset_and_env_narrow_the_plan() -> None:
     sessions = plan_sessions(get_profile("default"), BENCHES, "mine", dataset="/photos")
-    assert [s.environment for s in sessions if not s.allocator] == [
+    assert [s.environment for s in sessions if not s.allocator and s.disk is None] == [
         "main",
         "pillow-simd",
         "tensorflow",
@@ -174,3 +176,70 @@ def test_missing_environments_build_at_once_and_a_failed_one_is_named(
     assert lines[0] == "building the pillow-simd, mxnet environments at once (a few minutes, once)"
     assert "  mxnet: creating" in lines
     assert build_missing_environments(["main", "tensorflow"], say=lines.append) == {}
+
+
+def test_default_adds_an_hdd_session_and_the_real_disk_pass_of_the_same_sample() -> None:
+    default = get_profile("default")
+    hdd, real = (s for s in plan_sessions(default, BENCHES, "d") if s.disk is not None)
+    assert (hdd.disk, hdd.save_name, real.disk, real.save_name) == (
+        "hdd",
+        "d-disk-hdd",
+        "none",
+        "d-disk-real",
+    )
+    assert all(
+        s.environment == "main" and s.dataset is None and not s.allocator for s in (hdd, real)
+    )
+    # the real disk's format reads are the main session's own cold rows: only its loaders run
+    assert [t.name for t in hdd.bench_targets] == ["bench_formats.py", "bench_loaders.py"]
+    assert [t.name for t in real.bench_targets] == ["bench_loaders.py"]
+    args = hdd.args("python", default, Path("out"), None)
+    assert "--imgbench-disk=hdd" in args and "--imgbench-disk-session" in args
+    assert "--imgbench-disk=none" in real.args("python", default, Path("out"), None)
+    # none where the run is on an emulated disk already, counts instructions, or lacks main
+    assert not [s for s in plan_sessions(default, BENCHES, "d", with_disks=False) if s.disk]
+    assert not [s for s in plan_sessions(default, BENCHES, "d", measure="instructions") if s.disk]
+    assert not [s for s in plan_sessions(default, BENCHES, "d", environment="mxnet") if s.disk]
+    assert not [s for s in plan_sessions(get_profile("quick"), BENCHES, "q") if s.disk]
+
+
+def test_disk_sessions_read_cold_on_a_small_sample_with_the_disk_in_case_ids() -> None:
+    from imgbench.loaders.plan import LoaderPlan
+    from imgbench.measure.settings import resolve
+    from imgbench.profiles import ProfileChoice
+    from imgbench.stages import session_cases
+
+    default = get_profile("default")
+    hdd = ProfileChoice("default", disk_session="hdd")
+    settings = resolve(hdd.resolve())
+    formats = session_cases("format", hdd, settings)
+    assert sorted({c.params["format"] for c in formats}) == ["folder", "lmdb", "recordio", "tar"]
+    reads = [c for c in formats if c.params.get("mode") == "read"]
+    assert len(reads) == 4 and all(
+        (c.params["cache_state"], c.params["order"], c.params["payload"])
+        == ("cold", "shuffled", "bytes")
+        for c in reads
+    )
+    loaders = session_cases("loader", hdd, settings)
+    assert sorted(c.params["format"] for c in loaders) == ["files", "recordio", "tar"]
+    assert {(c.library, c.params["workers"], c.params["batch_size"]) for c in loaders} == {
+        ("torch-dataloader", 2, 8)
+    }
+    assert hdd.resolve().plan(LoaderPlan).cold_rounds  # the real disk's loader rounds too
+    assert settings.max_images == default.max_images  # the main session's sample
+    assert all(c.params["disk_pass"] == "hdd" for c in formats + loaders)
+    main_ids = {c.case_id for c in session_cases("format", ProfileChoice("default"), settings)}
+    assert not main_ids & {c.case_id for c in formats}  # never joined with the main rows
+    real = ProfileChoice("default", disk_session="none")
+    assert session_cases("format", real, settings) == []
+    assert {c.params["disk_pass"] for c in session_cases("loader", real, settings)} == {"none"}
+    for stage in ("read", "augment"):
+        assert session_cases(stage, hdd, settings) == []
+
+
+def test_a_disk_pass_row_is_the_disk_advice_s_never_the_main_answer_s() -> None:
+    from imgbench.answer.rows import is_disk_pass
+
+    assert is_disk_pass({"params_json": '{"format": "tar", "disk_pass": "hdd"}'})
+    assert not is_disk_pass({"params_json": '{"format": "tar"}'})
+    assert not is_disk_pass({"params_json": None})

@@ -159,8 +159,17 @@ def run(
     except ResultsLocationError as exc:
         raise fail(str(exc)) from None
     sessions = plan_sessions(
-        chosen, benches, name or profile, dataset, env_name, with_envs, measure=measure
+        chosen,
+        benches,
+        name or profile,
+        dataset,
+        env_name,
+        with_envs,
+        measure=measure,
+        # with --disk the whole run is on that disk already; a Ray node sets up no disks
+        with_disks=disk == "none" and ray_address is None,
     )
+    sessions = _drop_unavailable_disks(sessions)
     started = time.time()
     group = f"{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime(started))}-{name or profile}"
     if ray_address is not None:
@@ -203,6 +212,10 @@ def run(
         codes.append(run_session(args, session.process_env(child_env)))
         if codes[-1] not in (0, 1, 5):
             break  # interrupted or a usage error: stop here
+    if any(s.disk is not None for s in sessions):
+        from imgbench.storage.records import cleanup_leftovers
+
+        cleanup_leftovers()  # a disk session killed outright (kill -9, OOM) leaves nothing
     if codes and codes[-1] in (0, 1, 5) and measure == "wall":
         _hold_final(sessions, chosen.name, dataset or chosen.dataset, results, location, group)
     try:
@@ -213,6 +226,27 @@ def run(
         raise fail(str(exc)) from None
     _print_written(written)
     raise typer.Exit(combined_exit_code(codes))
+
+
+def _drop_unavailable_disks(sessions: list[Any]) -> list[Any]:
+    """The profile's disk sessions, where emulated disks can be set up here; otherwise none of
+    them (the real disk's pass alone has nothing to be compared with), said in one line."""
+    disks = [s.disk for s in sessions if s.disk is not None]
+    if not disks:
+        return sessions
+    from imgbench.storage.disk import unavailable_reason
+
+    reason = unavailable_reason()
+    if reason is None:
+        return sessions
+    emulated = ", ".join(d for d in disks if d != "none")
+    err.print(
+        f"[yellow]skipped: the disk sessions ({emulated} and the real disk's cold pass): "
+        f"emulated disks unavailable here: {reason}; the run goes on[/]",
+        highlight=False,
+        soft_wrap=True,
+    )
+    return [s for s in sessions if s.disk is None]
 
 
 def _hold_final(

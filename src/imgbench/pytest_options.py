@@ -140,6 +140,11 @@ _SESSION_OPTIONS: dict[str, dict[str, Any]] = {
         "action": "store_true",
         "help": "this session measures one of the profile's allocators: its allocator_plans",
     },
+    "--imgbench-disk-session": {
+        "action": "store_true",
+        "help": "this session is one of the profile's disk passes on --imgbench-disk's disk "
+        "(none: the real disk's): its disk_plans",
+    },
     "--imgbench-select": {
         "metavar": "FILE",
         "help": "run only the tests whose node ids FILE "

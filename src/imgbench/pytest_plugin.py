@@ -93,6 +93,9 @@ def pytest_configure(config: pytest.Config) -> None:
         config.getoption("imgbench_profile"),
         extra_dataset=bool(config.getoption("imgbench_secondary")),
         allocator_session=bool(config.getoption("imgbench_allocator_session")),
+        disk_session=(config.getoption("imgbench_disk") or "none")
+        if config.getoption("imgbench_disk_session")
+        else "",
     )
     try:
         profile = choice.resolve()

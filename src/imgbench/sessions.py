@@ -6,6 +6,8 @@ pipeline's decoder or augmentation, lives there) and, for the stages marked ``ex
 (readers, loaders), extra datasets so that every codec and the whole pipeline are measured on
 real photos (with the profile's ``extra_dataset_plans`` there; an isolated env with no case there
 gets no session on them).
+A profile's ``disks`` add, after those, a session on each emulated disk and one on the real
+disk, running its ``disk_plans`` (cold reads of the same sample on both: docs/disks.md).
 Each session writes its own parquet file; they share the run name.
 """
 
@@ -34,6 +36,9 @@ class Session:
     measure: str = (
         "wall"  # or "instructions": counted under callgrind (imgbench.measure.instructions)
     )
+    # a disk session: the profile's disk_plans on this disk (imgbench.storage.profiles;
+    # ``none``: the real disk's pass)
+    disk: str | None = None
 
     def process_env(self, base: dict[str, str]) -> dict[str, str]:
         """The session process's environment: an allocator session runs under its allocator, so
@@ -72,6 +77,8 @@ class Session:
             args.append("--imgbench-secondary")
         if self.allocator:
             args += [f"--imgbench-allocator={self.allocator}", "--imgbench-allocator-session"]
+        if self.disk is not None:
+            args += [f"--imgbench-disk={self.disk}", "--imgbench-disk-session"]
         if self.measure != "wall":
             args.append(f"--imgbench-measure={self.measure}")
         if keyword:
@@ -87,15 +94,18 @@ def plan_sessions(
     environment: str | None = None,
     with_environments: bool = True,
     measure: str = "wall",
+    with_disks: bool = True,
 ) -> list[Session]:
-    """Sessions in order: main first, then each isolated environment; primary dataset first.
+    """Sessions in order: main first, then each isolated environment; primary dataset first;
+    then the allocator sessions and the disk sessions (``with_disks``: off where the whole run
+    is on an emulated disk already).
 
     Counting instructions runs the main environment's sessions only, without allocator sessions:
     an instruction count does not depend on the allocator's page faults, and the isolated
     environments do not carry valgrind's hooks.
     """
     if measure != "wall":
-        main = plan_sessions(profile, benches, name, dataset, "main", False)
+        main = plan_sessions(profile, benches, name, dataset, "main", False, with_disks=False)
         return [replace(s, measure=measure) for s in main if s.allocator is None]
     if environment is not None:
         environments = [environment]
@@ -129,6 +139,30 @@ def plan_sessions(
         for chosen in profile.allocators if allocator_benches else ():
             label = f"{name}-allocator-{chosen}"
             sessions.append(Session("main", dataset, allocator_benches, label, allocator=chosen))
+    if "main" in environments and with_disks:
+        sessions += disk_sessions(profile, benches, name, dataset)
+    return sessions
+
+
+def disk_sessions(profile: Profile, benches: Path, name: str, dataset: str | None) -> list[Session]:
+    """One session per emulated disk of the profile, then one on the real disk (``none``), each
+    running the bench files of the stages its plans give cases (``disk_plans``, and on the real
+    disk ``real_disk_plans``); none where the profile lists no disk."""
+    from imgbench.stages import STAGES, stage_cases
+
+    if not profile.disks:
+        return []
+    sessions = []
+    for disk in dict.fromkeys([*(d for d in profile.disks if d != "none"), "none"]):
+        plans = profile.in_disk_session(disk)
+        targets = tuple(
+            benches / Path(s.bench).name
+            for s in STAGES
+            if s.name in profile.disk_plans and stage_cases(s.name, plans)
+        )
+        label = f"{name}-disk-{'real' if disk == 'none' else disk}"
+        if targets:
+            sessions.append(Session("main", dataset, targets, label, disk=disk))
     return sessions
 
 

@@ -9,7 +9,7 @@ dashboard shows one page per stage. Adding a stage is one entry here plus the fi
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from imgbench.attrs import load_attr
@@ -19,6 +19,7 @@ from imgbench.loaders.plan import LoaderPlan
 from imgbench.measure.case import Case, with_allocator
 from imgbench.plan import StagePlan
 from imgbench.readers.plan import ReadPlan
+from imgbench.storage.profiles import DISK_PASS
 
 if TYPE_CHECKING:
     from imgbench.library import LibrarySpec
@@ -150,7 +151,10 @@ def session_cases(
     name: str, choice: ProfileChoice, settings: Settings, profile: Profile | None = None
 ) -> list[Case]:
     """The cases one session plans of a stage (the runner and its workers alike): the chosen
-    profile's (``profile`` when the caller resolved it already), and in an allocator session
-    with the allocator as a parameter."""
+    profile's (``profile`` when the caller resolved it already), in an allocator session with
+    the allocator as a parameter, and in a disk session with its disk (``disk_pass``), so
+    their ids never meet the main session's same cases."""
     cases = stage_cases(name, profile or choice.resolve())
+    if choice.disk_session:
+        cases = [replace(c, params={**c.params, DISK_PASS: choice.disk_session}) for c in cases]
     return with_allocator(cases, settings.allocator) if choice.allocator_session else cases

@@ -10,6 +10,9 @@ row's configuration comes from its ``params_json`` (``format``, ``decoder``, ``p
 - a *ceiling* is no choice a user can make: ``stage == "native"`` (tjbench) at full scale (a
   ``reduce`` parameter decodes a fraction of the pixels), and format rows of a ``raw*`` library
   (one big file read sequentially);
+- a *disk pass* row comes from a disk session of `imgbench run` (a ``disk_pass`` parameter: cold
+  reads on an emulated disk, or the real disk's cold pass): the disk's own question
+  (``imgbench.answer.disk_advice``), never one of the main answer's configurations;
 - *comparable work* is one machine, one dataset (its fingerprint fixes the codec), one task
   (``task``: classification, segmentation, crop-ocr; rows without the column are
   classification) and one output size (``megapixels_per_round`` over ``images_per_round``:
@@ -33,6 +36,7 @@ DECODE_ONLY = "none"  # imgbench.loaders.pipeline.NO_AUGMENT
 FILES = "files"  # imgbench.loaders.pipeline.FILES: the dataset's own image files
 STORAGE_CEILING_PREFIX = "raw"
 EXPERIMENT_SUFFIX = "experiment"
+DISK_PASS = "disk_pass"  # imgbench.storage.profiles.DISK_PASS: a disk session's rows
 REFERENCE_LOADER = "torch-dataloader"  # the loader the common default uses
 CLASSIFICATION = "classification"  # the task of rows that name none (imgbench.augment.tasks)
 # a legacy skipped row (before the plugin left them to their own session): not a real reason
@@ -75,6 +79,8 @@ def by_machine_and_dataset(frame: pd.DataFrame) -> Iterator[pd.DataFrame]:
     """The timed ok rows of ``frame``, one group per machine and dataset, in order of first
     appearance: rows of different machines or datasets are never comparable work."""
     ok = timed_ok(frame)
+    if not ok.empty:
+        ok = ok[~where(ok, is_disk_pass)]
     if ok.empty:
         return
     ok = ok.assign(
@@ -83,6 +89,11 @@ def by_machine_and_dataset(frame: pd.DataFrame) -> Iterator[pd.DataFrame]:
     )
     for _, group in ok.groupby(["machine_id", "dataset_fingerprint"], sort=False):
         yield group
+
+
+def is_disk_pass(row: Row) -> bool:
+    """A row of a disk session (cold reads on one disk): the disk advice's, not the answer's."""
+    return DISK_PASS in json_object(row.get("params_json"))
 
 
 def is_experiment(row: Row) -> bool:

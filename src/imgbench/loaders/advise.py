@@ -76,13 +76,14 @@ class Advice:
 
 def loader_configurations(frame: pd.DataFrame) -> pd.DataFrame:
     """Latest ok steady-state row per configuration, with memory and stage facts unpacked:
-    classification rows only (a segmentation or crop-ocr row is other work: its own answer)."""
-    from imgbench.answer.rows import is_classification, where
+    classification rows only (a segmentation or crop-ocr row is other work: its own answer), no
+    disk session's cold rows (the disk advice's)."""
+    from imgbench.answer.rows import is_classification, is_disk_pass, where
 
     rows = frame[(frame["stage"] == "loader") & (frame["status"] == "ok")].copy()
     if rows.empty:
         return rows
-    rows = rows[where(rows, is_classification)]
+    rows = rows[where(rows, lambda r: is_classification(r) and not is_disk_pass(r))]
     if rows.empty:
         return rows
     params = rows["params_json"].map(json_object)

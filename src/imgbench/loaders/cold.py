@@ -1,5 +1,6 @@
-"""Loader rounds that read cold on an emulated disk (``--disk``): every file the pool reads is
-evicted from the page cache before each round, as the reader and format stages' cold cases do,
+"""Loader rounds that read cold on an emulated disk (``--disk``), and on the real disk where the
+loader plan says ``cold_rounds``: every file the pool reads is evicted from the page cache before
+each round, as the reader and format stages' cold cases do,
 so the rows show the disk rather than the page cache a warm-up pass filled.
 
 A loader's workers keep reading ahead while the untimed eviction runs, so the pages of the images
@@ -38,7 +39,7 @@ class LoaderColdCache(CacheControl):
     def start(self) -> str | None:
         reason = super().start()
         self.method = (
-            "cold on an emulated disk: posix_fadvise(DONTNEED) on every file of the pool before "
+            "cold: posix_fadvise(DONTNEED) on every file of the pool before "
             f"every round (workers keep reading ahead meanwhile); mincore residency after evict "
             f"{self.worst_resident:.1%}"
         )
@@ -75,9 +76,13 @@ def cold_files(source: Any) -> tuple[list[Path], bool] | None:
 
 
 def cold_cache(ctx: CaseContext, source: Any, own_format: bool) -> LoaderColdCache | None:
-    """The cold cache of a loader case on an emulated disk; None on the real disk (rounds read
-    warm, as before) and for a loader that reads a store it builds itself."""
-    if ctx.settings.disk_profile == NONE or own_format:
+    """The cold cache of a loader case on an emulated disk, or on the real disk where the plan
+    says ``cold_rounds`` (the disk sessions' real-disk pass); None elsewhere (rounds read warm)
+    and for a loader that reads a store it builds itself."""
+    from imgbench.loaders.plan import LoaderPlan
+
+    real = ctx.settings.disk_profile == NONE
+    if own_format or (real and not ctx.plan(LoaderPlan).cold_rounds):
         return None
     found = cold_files(source)
     if found is None or not found[0]:

@@ -27,7 +27,7 @@ from imgbench.storage.profiles import DiskProfile
 from imgbench.storage.records import cleanup_leftovers, own_record, teardown
 
 DEFAULT_PARENT = Path("/var/tmp")
-MIN_IMAGE_BYTES = 256 * 2**20
+MIN_IMAGE_BYTES = 2**30
 TOOLS = ("losetup", "mkfs.ext4", "mount", "umount")
 
 
@@ -69,9 +69,11 @@ def unavailable_reason() -> str | None:
 
 
 def image_bytes(data_bytes: int) -> int:
-    """The sparse image's size for ``data_bytes`` of dataset and stores: 2x headroom and the
-    file system's own overhead (sparse: only what is written takes room)."""
-    return max(MIN_IMAGE_BYTES, 2 * data_bytes + 64 * 2**20)
+    """The sparse image's size for a dataset of ``data_bytes``: room for the copy, a format
+    store of each of the session's formats (each about the dataset's size), the write cases'
+    outputs and the file system's own overhead (sparse: only what is written takes room; at 2x
+    and 256 MiB the disk session of make bench ran out of room at its fifth store)."""
+    return max(MIN_IMAGE_BYTES, 8 * data_bytes + 256 * 2**20)
 
 
 def tree_bytes(path: Path) -> int:

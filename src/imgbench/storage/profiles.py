@@ -27,6 +27,9 @@ class DiskProfile:
 
 
 MB = 1_000_000
+# the parameter a disk session's cases carry (its disk; ``none`` the real disk's pass), so their
+# ids never meet the main session's same cases and the answers keep them apart
+DISK_PASS = "disk_pass"
 
 # 7200 rpm HDD: ~8.5 ms seek + 4.2 ms rotation -> ~80-200 random IOPS; ~200 MB/s outer tracks.
 # SATA SSD: the SATA 3 link caps at 600 MB/s; datasheets give ~550 MB/s and ~90-98k 4K IOPS.

@@ -33,12 +33,15 @@ class DiskSession:
         Raises ``DiskUnavailableError`` (one line) or the dataset's error."""
         from imgbench.datasets import load_dataset
 
-        root = load_dataset(self.source, progress=False).root
+        source = load_dataset(self.source, progress=False)
+        root = source.root
         try:
             self.disk = self._stack.enter_context(
                 emulated_disk(self.profile, image_bytes(tree_bytes(root)))
             )
-            target = self.disk.mount / "data" / root.name
+            # named as the dataset (a recipe's name, not its cache folder's): the copy's rows
+            # name the same dataset as the real disk's, and the HDD/real ratio pairs them
+            target = self.disk.mount / "data" / source.name
             shutil.copytree(root, target, symlinks=True)
             stores = self.disk.mount / "stores"  # the format stores, built by the cases
             stores.mkdir()
