@@ -71,7 +71,9 @@ def fault_cases(profile: Any) -> list[Any]:
     raises = functools.partial(cases.prepare_loader, wrap=RaisesOnIndex)
     hangs = functools.partial(cases.prepare_loader, wrap=HangsOnIndex)
     wrong_labels = functools.partial(cases.prepare_loader, wrap=ShiftsLabels)
-    short = {"plan": plan, "batch_timeout_s": 3.0}
+    # a hung case waits out its timeout (3x for the first batch): 2 s, not 3, took ~10 s off the
+    # module; a healthy 2-worker first batch of 8 photos arrives well within its 6 s
+    short = {"plan": plan, "batch_timeout_s": 2.0}
     return [
         cases.loader_case("torch-dataloader", 2, prepare=raises, **short),
         cases.loader_case("torch-dataloader", 0, prepare=raises, **short),
