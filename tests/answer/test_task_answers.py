@@ -6,7 +6,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
+
 from imgbench.answer import answers, task_answers
+from imgbench.answer.tasks import loader_key
 from imgbench.loaders.advise import advise
 from imgbench.report.document import build_report
 from imgbench.report.markdown import render_markdown
@@ -79,3 +82,52 @@ def test_report_and_advise_keep_tasks_apart() -> None:
     assert listed and not any("task=segmentation" in c for c in listed)
     assert listed <= set(real_loaders(frame)["case_id"])
     assert [t.task for t in advice.task_answers] == ["segmentation"]
+
+
+def _as_loader(
+    row: dict[str, Any], library: str, fmt: str, method: str | None, scale: float
+) -> dict[str, Any]:
+    """A task row redone as ``library``'s row from ``fmt`` (with Keras's ``method``)."""
+    params = json.loads(row["params_json"]) | {"format": fmt}
+    variant = f"{fmt}-{row['variant'].split('-', 1)[1]}"
+    if method is not None:
+        params["method"] = method
+        variant += f"+{method}"
+    case = row["case_id"].replace("torch-dataloader", library).replace("]", f",{fmt},{method}]")
+    return {
+        **row,
+        "case_id": case,
+        "test_id": case,
+        "library": library,
+        "variant": variant,
+        "params_json": json.dumps(params, sort_keys=True),
+        "images_per_s_median": row["images_per_s_median"] * scale,
+    }
+
+
+def test_keras_and_tf_data_on_segmentation_from_one_run() -> None:
+    """Each loader's best segmentation row, tf.data per source, and Keras over tf.data: the
+    per-task table the report gives beside the task's answer."""
+    rows = run_rows(BASE)
+    seg = _task_rows(rows, "segmentation", 1.0)
+    base = max(seg, key=lambda r: r["images_per_s_median"])  # the DataLoader's best
+    own = [
+        _as_loader(base, "tf-data", "files", None, 2.0),
+        _as_loader(base, "tf-data", "tfrecord", None, 2.5),
+        _as_loader(base, "keras-pydataset", "files", None, 0.4),
+        _as_loader(base, "keras-pydataset", "files", "threads", 0.6),
+        _as_loader(base, "keras-pydataset", "files", "processes", 0.9),
+    ]
+    frame = frame_of(rows + seg + own)
+    (answer,) = task_answers(frame)
+    assert answer.task == "segmentation"
+    best = {loader_key(m): m for m in answer.per_loader}
+    assert list(best) == ["tf-data (tfrecord)", "tf-data", "torch-dataloader", "keras-pydataset"]
+    assert best["keras-pydataset"].case_id == own[-1]["case_id"]  # processes: its best setting
+    assert "processes" in best["keras-pydataset"].configuration.knobs
+    ips = base["images_per_s_median"]
+    assert dict(answer.versus()) == pytest.approx({"tf-data": 0.45, "tf-data (tfrecord)": 0.36})
+    assert best["tf-data"].images_per_s == pytest.approx(2.0 * ips)
+    text = render_markdown(build_report(frame, LoadedResults(frame, [], []), "here"))
+    assert "  - keras-pydataset: " in text and f"{base['workers']} workers, processes" in text
+    assert "keras-pydataset at its best: 0.36x tf-data (tfrecord), 0.45x tf-data" in text

@@ -1,5 +1,7 @@
 """The short answer for each task beyond classification (segmentation, crop-ocr): per machine,
-dataset and task, the fastest loader configuration within the noise, with its interval.
+dataset and task, the fastest loader configuration within the noise, with its interval; and
+each loader's best row on that task (tf.data per source, Keras at its best setting), with
+Keras over tf.data where both ran: the same work in two libraries, from one run's rows.
 
 Classification stays the main answer (:func:`imgbench.answer.answers`, which reads only
 classification rows); a task's rows are compared with rows of the same task only, never with
@@ -16,6 +18,7 @@ from imgbench.answer.measured import MATRIX, Measured
 from imgbench.answer.recommend import _group_label, _latest, _measured, _ranked
 from imgbench.answer.rows import (
     CLASSIFICATION,
+    FILES,
     by_machine_and_dataset,
     is_experiment,
     task_of,
@@ -28,6 +31,20 @@ TASK_OUTPUT = {
     "segmentation": "3x224x224 float32 image + 224x224 int64 mask",
     "crop-ocr": "32x128x3 float32 crop + 4 one-hot heads",
 }
+KERAS, TF_DATA = "keras-pydataset", "tf-data"  # imgbench.loaders.registry names
+
+
+def loader_key(measured: Measured) -> str:
+    """A loader as the per-loader table names it: its library, and its source where that is
+    not the dataset's files (tf.data from TFRecord is a choice apart from tf.data from files)."""
+    config = measured.configuration
+    return config.loader if config.format == FILES else f"{config.loader} ({config.format})"
+
+
+def setting(measured: Measured) -> str:
+    """Where a loader row ran: its workers, and its method (Keras's threads or processes)."""
+    config = measured.configuration
+    return ", ".join([f"{config.workers} workers", *config.knobs])
 
 
 @dataclass
@@ -41,6 +58,7 @@ class TaskAnswer:
     pick_rule: str
     tied: list[Measured] = field(default_factory=list)
     candidates: int = 0
+    per_loader: list[Measured] = field(default_factory=list)  # each loader's best, fastest first
 
     @property
     def output(self) -> str:
@@ -69,6 +87,28 @@ class TaskAnswer:
         """The title, the headline, and the row it cites."""
         return [self.title, self.headline(), f"row: {self.best.cite()}"]
 
+    def versus(self, a: str = KERAS, b: str = TF_DATA) -> list[tuple[str, float]]:
+        """Loader ``a``'s best over each of loader ``b``'s (per source): [(b's key, ratio)]."""
+        best_a = next((m for m in self.per_loader if m.configuration.loader == a), None)
+        if best_a is None:
+            return []
+        return [
+            (loader_key(m), best_a.images_per_s / m.images_per_s)
+            for m in self.per_loader
+            if m.configuration.loader == b and m.images_per_s > 0
+        ]
+
+    def loader_lines(self) -> list[str]:
+        """Each loader at its best setting on this task, and Keras over tf.data where both ran."""
+        lines = [
+            f"{loader_key(m)}: {m.figure()} at {setting(m)} ({m.case_id})" for m in self.per_loader
+        ]
+        ratios = self.versus()
+        if ratios:
+            text = ", ".join(f"{ratio:.2f}x {key}" for key, ratio in ratios)
+            lines.append(f"{KERAS} at its best: {text} (the same recipe, each library's own way)")
+        return lines
+
 
 def task_answers(frame: pd.DataFrame) -> list[TaskAnswer]:
     """One answer per machine, dataset and task other than classification whose loader rows
@@ -95,6 +135,7 @@ def task_answers(frame: pd.DataFrame) -> list[TaskAnswer]:
             )
             equivalent = equivalent_to_fastest(measured)
             chosen = pick(equivalent)
+            per_loader = list({loader_key(m): m for m in reversed(measured)}.values())
             found.append(
                 TaskAnswer(
                     task=str(task),
@@ -104,6 +145,7 @@ def task_answers(frame: pd.DataFrame) -> list[TaskAnswer]:
                     pick_rule=chosen.rule,
                     tied=[m for m in equivalent if m is not chosen.measured],
                     candidates=len(measured),
+                    per_loader=_ranked(per_loader),
                 )
             )
     return found

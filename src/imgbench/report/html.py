@@ -175,8 +175,11 @@ def render_html(report: Report) -> str:
         body.append(
             "<ul>"
             + "".join(
-                f"<li><b>{escape(title)}</b>: {escape(headline)} (<code>{escape(row)}</code>)</li>"
-                for title, headline, row in (task.lines() for task in report.tasks)
+                f"<li><b>{escape(title)}</b>: {escape(headline)} (<code>{escape(row)}</code>)"
+                + "<ul>"
+                + "".join(f"<li>{escape(line)}</li>" for line in task.loader_lines())
+                + "</ul></li>"
+                for task, (title, headline, row) in ((t, t.lines()) for t in report.tasks)
             )
             + "</ul>"
         )

@@ -120,6 +120,7 @@ def render_markdown(report: Report) -> str:
         for task in report.tasks:
             title, headline, row = task.lines()
             lines += [f"- **{_cell(title)}**: {_cell(headline)} ({_cell(row)})"]
+            lines += [f"  - {_cell(line)}" for line in task.loader_lines()]
         lines.append("")
     for ranking in report.decoders:
         lines += decoder_tables(ranking)
