@@ -268,13 +268,20 @@ _DEFAULT = Profile(
             cow_workers=(0, 2),
             s3_workers=(0, 2),
             # the tasks' loaders: segmentation at 0 and one worker per core, crop-ocr at one per
-            # core (~15 s estimated from the DataLoader rows' wall_s of a default run, 2026-11-27)
+            # core (~15 s estimated from the DataLoader rows' wall_s of a default run, 2026-11-27);
+            # the loaders' own task rows follow them in the tensorflow session: tf.data's
+            # segmentation from the pairs' PNG files and from TFRecord, Keras's segmentation at 0
+            # (inline) and at cores on threads and on processes, Keras's crop-ocr at cores on
+            # both (7 rows, ~50 s estimated, docs/loaders.md "Tasks in make bench")
             task_pipelines=("segmentation",),
             task_workers=(0, os.cpu_count() or 2),
             task_pipelines_at_cores=("crop-ocr",),
-            # every full-size JPEG decoder inside the DataLoader at 0..cores workers (the
-            # synthetic set only: extra_dataset_plans turns it off)
+            # every full-size JPEG decoder inside the DataLoader at 0 workers and one per core
+            # (the synthetic set only: extra_dataset_plans turns it off). Not at 1 worker: those
+            # 19 rows (65 s of /work/fresh's run) repeat the 0-worker column at 0.81-0.93x, never
+            # a decoder's best; they paid for the tasks' rows above (`full` keeps 0..cores)
             supply_decoders="all",
+            supply_workers=(0, os.cpu_count() or 2),
         ),
         # the matrix's best loader configurations and the common default, head to head: 5 blocks
         # of 3 rounds each (docs/final.md)

@@ -104,6 +104,10 @@ def test_task_loader_case_runs_and_its_first_batch_passes(
         assert set(first["mask_classes"]) <= set(range(N_CLASSES))
     else:
         assert first["shape"] == [8, 32, 128, 3] and first["labels_shape"] == [8, 4, 21_000]
+        # the one-hot of the four heads, timed apart inside the collate (in the worker)
+        assert extra["onehot_ms_per_batch"] > 0 and extra["onehot_batches"] >= 2
+        whole = extra["stage_times_s"]["collate"] * 8  # the collate's mean per batch of 8
+        assert extra["onehot_ms_per_batch_mean"] * 1e-3 <= whole + 1e-9  # a part of it
 
 
 def test_segmentation_without_masks_draws_its_pairs(tiny_dataset: Path) -> None:

@@ -65,7 +65,7 @@ def test_mask_colour_not_in_the_table_names_the_file(probed: dict[str, Any]) -> 
     assert "pairs-bad/masks/00000.png" in error
 
 
-def test_tf_data_runs_the_segmentation_pipelines_in_full() -> None:
+def test_tf_data_runs_the_segmentation_pipelines_in_default_and_full() -> None:
     from imgbench.loaders.cases import loader_cases
     from imgbench.profiles import get_profile
 
@@ -82,7 +82,8 @@ def test_tf_data_runs_the_segmentation_pipelines_in_full() -> None:
         }
 
     assert formats("full") == {"files", "tfrecord"}
-    assert formats("default") == set()  # 39 s of make bench here, over ~25 s
+    assert formats("default") == {"files", "tfrecord"}  # make bench: from PNG files and TFRecord
+    assert formats("quick") == set()  # no task in quick
 
 
 @pytest.mark.parametrize(
@@ -103,7 +104,7 @@ def test_keras_crop_ocr_first_batch(
     assert got["pool"] == pool and got["pids"] == pids
 
 
-def test_full_sweeps_keras_tasks_over_threads_and_processes() -> None:
+def test_keras_tasks_sweep_threads_and_processes() -> None:
     from imgbench.loaders.cases import loader_cases
     from imgbench.profiles import get_profile
 
@@ -118,13 +119,28 @@ def test_full_sweeps_keras_tasks_over_threads_and_processes() -> None:
         full = keras_tasks("full", task)
         assert (0, None) in full and len(full) >= 3
         assert {m for _, m in full} == {None, "threads", "processes"}
-        assert keras_tasks("default", task) == []  # over ~25 s of make bench: full only
+    # make bench: segmentation at the DataLoader's task counts (0 inline, then threads and
+    # processes at one per core), crop-ocr at one per core as the DataLoader's
+    cores = os.cpu_count() or 2
+    assert keras_tasks("default", "segmentation") == [
+        (0, None),
+        (cores, "threads"),
+        (cores, "processes"),
+    ]
+    assert keras_tasks("default", "crop-ocr") == [(cores, "threads"), (cores, "processes")]
+    assert keras_tasks("quick", "crop-ocr") == []
 
 
-def test_keras_segmentation_first_batch(probed: dict[str, Any]) -> None:
-    got = probed["keras-segmentation"]  # Pillow's recipe in Keras's 2 processes
+@pytest.mark.parametrize(
+    ("key", "pool", "pids"),
+    [("keras-segmentation", [2, True], 2), ("keras-segmentation-threads", [2, False], 0)],
+)
+def test_keras_segmentation_first_batch(
+    probed: dict[str, Any], key: str, pool: list[Any], pids: int
+) -> None:
+    got = probed[key]  # Pillow's recipe in Keras's 2 processes (JPEG) or 2 threads (PNG)
     assert got["check"] == "pass", got
     assert got["images"] == [[4, 3, 224, 224], "float32"]
     assert got["targets"] == [[4, 224, 224], "int64"]
-    assert got["pool"] == [2, True] and got["pids"] == 2
+    assert got["pool"] == pool and got["pids"] == pids
     assert set(got["classes"]) <= set(range(N_CLASSES)) and len(got["classes"]) >= 2

@@ -1,6 +1,7 @@
 """Run by the TensorFlow environment's interpreter (tests/loaders/test_tf_tasks.py): tf.data's
 first batch on synthetic pairs (segmentation from files and from TFRecord, JPEG and PNG images)
-and on a PNG classification pool, and Keras's on crop-ocr (inline, threads, processes), checked
+and on a PNG classification pool, Keras's on crop-ocr (inline, threads, processes) and on
+segmentation (processes on JPEG pairs, threads on PNG pairs, colour masks), checked
 as the loader stage checks it; prints one JSON line.
 
 Usage: ``python -m tests.loaders.tf_tasks_probe WORKDIR``.
@@ -35,7 +36,7 @@ def first_batch(source: Any, name: str) -> dict[str, Any]:
         return {"error": f"{type(exc).__name__}: {' '.join(str(exc).split())[:300]}"}
     try:
         images, targets, _, _ = next(iter(loader.batches()))
-        problem = check_batch((images, targets), expectation(config, BATCH, None))
+        problem = check_batch((images, targets, None, None), expectation(config, BATCH, None))
         return {
             "check": problem or "pass",
             "images": [list(images.shape), images.dtype.name],
@@ -62,7 +63,7 @@ def keras_first_batch(
         if config.task == "crop-ocr":
             expect = type(expect)(**{**expect.__dict__, "classes": source.classes})
         return {
-            "check": check_batch((images, heads), expect) or "pass",
+            "check": check_batch((images, heads, None, None), expect) or "pass",
             "images": [list(images.shape), images.dtype.name],
             "targets": [list(heads.shape), heads.dtype.name],
             "pool": [loader.dataset.workers, loader.dataset.use_multiprocessing],
@@ -112,6 +113,10 @@ def main(work: Path) -> None:
         out[f"keras-{workers}-{method}"] = keras_first_batch(source, workers, method)
     pairs_jpeg = pair_source(work / "pairs-jpeg")
     out["keras-segmentation"] = keras_first_batch(pairs_jpeg, 2, "processes", "pillow-segmentation")
+    pairs_png = pair_source(work / "pairs-png")  # make bench's pairs are PNG + PNG
+    out["keras-segmentation-threads"] = keras_first_batch(
+        pairs_png, 2, "threads", "pillow-segmentation"
+    )
     print(json.dumps(out))
 
 

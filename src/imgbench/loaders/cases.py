@@ -149,11 +149,10 @@ def own_rows(spec: LoaderSpec, plan: LoaderPlan) -> list[tuple[str, str | None, 
     if tasks and spec.task_methods:  # 0 workers, then each method at each other count
         rest = tuple(n for n in spec.pipelines if n not in tasks)
         rows = own_rows(replace(spec, pipelines=rest, task_methods=()), plan)
-        if plan.task_workers != "auto":
-            return rows  # the methods' sweep is the full task sweep's
-        counts = plan.task_worker_counts()
-        rows += [(n, None, 0) for n in tasks if 0 in counts]
-        rows += [(n, m, w) for n in tasks for w in counts if w for m in spec.task_methods]
+        for name in tasks:
+            counts = task_counts(pipeline_config(name).task, plan)
+            rows += [(name, None, 0)] if 0 in counts else []
+            rows += [(name, m, w) for w in counts if w for m in spec.task_methods]
         # Keras runs one thread without multiprocessing inline: the 0-worker row's work
         return [r for r in rows if not (r[1] == "threads" and r[2] == 1)]
     if spec.sweep == "threads":
@@ -171,14 +170,18 @@ def own_rows(spec: LoaderSpec, plan: LoaderPlan) -> list[tuple[str, str | None, 
 
 def runs_tasks(names: tuple[str, ...], plan: LoaderPlan) -> tuple[str, ...]:
     """A loader's pipelines less those of a task the plan does not run (its task pipelines,
-    ``task_pipelines`` and ``task_pipelines_at_cores``, name the tasks it runs); a loader's own
-    task pipelines run in the full task sweep only (``task_workers`` "auto": tf.data's two
-    segmentation rows took 39 s of a default run here, over the 25 s they were allowed)."""
+    ``task_pipelines`` and ``task_pipelines_at_cores``, name the tasks it runs)."""
     named = (*plan.task_pipelines, *plan.task_pipelines_at_cores)
-    tasks = {CLASSIFICATION}
-    if plan.task_workers == "auto":
-        tasks |= {pipeline_config(n).task for n in named}
+    tasks = {CLASSIFICATION, *(pipeline_config(n).task for n in named)}
     return tuple(n for n in names if pipeline_config(n).task in tasks)
+
+
+def task_counts(task: str, plan: LoaderPlan) -> tuple[int, ...]:
+    """The worker counts a loader's own ``task`` rows run at, as the reference loader's: the
+    task sweep where ``task_pipelines`` names the task, else one worker per core."""
+    if any(pipeline_config(n).task == task for n in plan.task_pipelines):
+        return plan.task_worker_counts()
+    return (os.cpu_count() or 2,)
 
 
 def au_cases(spec: LoaderSpec, plan: LoaderPlan) -> list[Case]:
@@ -441,7 +444,10 @@ def make_source(
     return FormatSource(config.format, report.path, report.meta.count)
 
 
-SYNTH_PAIRS = 64  # pairs drawn for a dataset without masks (500x375 JPEG + palette PNG)
+# pairs drawn for a dataset without masks: 500x375 PNG images + palette PNG masks, seed 003's
+# PNG + PNG (every loader reads the same files: tf.data's row from files decodes PNG)
+SYNTH_PAIRS = 64
+SYNTH_PAIRS_CODEC = "png"
 
 
 def pair_source(ctx: CaseContext) -> Any:
@@ -461,7 +467,8 @@ def pair_source(ctx: CaseContext) -> Any:
 
             out = ctx.scratch_dir() / "loader-segmentation-pairs"
             if not (out / ".complete").exists():  # another case of the session wrote them
-                generate_pairs(out, min(ctx.max_images, SYNTH_PAIRS))
+                n = min(ctx.max_images, SYNTH_PAIRS)
+                generate_pairs(out, n, codec=SYNTH_PAIRS_CODEC)
                 (out / ".complete").touch()
             return out
 
@@ -611,6 +618,8 @@ def prepare_loader(
 
         run.extra["task_recipe"] = RECIPES[config.task]
         run.extra["task_output"] = TASK_OUTPUT[config.task]
+        if config.task == SEGMENTATION:  # which codec "from files" decoded
+            run.extra["pair_images"] = image_suffixes(getattr(pipeline.source, "paths", []))
     return Workload(
         items=list(range(n_batches)),
         fn=run.step,
@@ -632,6 +641,11 @@ TASK_OUTPUT = {
     CROP_OCR: "(images B x 32 x 128 x 3 float32, heads B x 4 x 21000 float32): one-hot per batch "
     "in the collate, as seed 000's Sequence does with to_categorical",
 }
+
+
+def image_suffixes(paths: Any) -> list[str]:
+    """The pool's image files by extension (e.g. ``["png"]``)."""
+    return sorted({os.fsdecode(p).rpartition(".")[2].lower() for p in paths})
 
 
 def output_pixels(config: PipelineConfig) -> int:

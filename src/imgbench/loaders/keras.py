@@ -10,7 +10,8 @@ through its data adapter (``get_numpy_iterator``), so workers, queue and picklin
 at ``workers``; without one, as the classification row always ran, 2+ workers are processes and
 0 or 1 runs ``__getitem__`` inline. crop-ocr's batch is (B x 32 x 128 x 3 float32, B x 4 x classes
 one-hot), the heads encoded in ``__getitem__`` with ``keras.utils.to_categorical`` as seed 000's
-``Sequence`` does (Keras 3 returns float64; cast to float32, what the DataLoader row ships).
+``Sequence`` does (Keras 3 returns float64; cast to float32, what the DataLoader row ships),
+timed apart as the row's ``onehot_ms_per_batch`` (the cast included).
 segmentation's is (B x 3 x 224 x 224 float32, B x 224 x 224 int64): Pillow's recipe per sample.
 """
 
@@ -22,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from imgbench.loaders.base import Batch, clock
-from imgbench.loaders.pipeline import CROP_OCR, SEGMENTATION, SamplePipeline
+from imgbench.loaders.pipeline import CROP_OCR, SEGMENTATION, CollateSeconds, SamplePipeline
 
 EPOCH_BATCHES = 64  # long epochs: Keras restarts its workers' queue every epoch
 
@@ -39,13 +40,22 @@ def collate_numpy(
     else:
         images = np.stack([np.asarray(s[0]) for s in samples])
         labels = np.asarray([s[1] for s in samples], dtype=np.int64)
+    onehot_s = None
     if heads:
         import keras
 
+        begin = clock()
         onehot = [keras.utils.to_categorical(labels[:, k], heads) for k in range(labels.shape[1])]
         labels = np.stack(onehot, axis=1).astype(np.float32)
+        onehot_s = clock() - begin
     stage_s = np.asarray([s[2] for s in samples], dtype=np.float64)
-    return images, labels, stage_s, clock() - start
+    seconds = clock() - start
+    return (
+        images,
+        labels,
+        stage_s,
+        seconds if onehot_s is None else CollateSeconds.of(seconds, onehot_s),
+    )
 
 
 def _dataset_class() -> type:
@@ -72,7 +82,14 @@ def _dataset_class() -> type:
                 self.heads,
                 self.pairs,
             )
-            return {"images": images, "labels": labels, "stage_s": stage_s, "collate_s": collate_s}
+            onehot_s = getattr(collate_s, "onehot_s", None)
+            return {
+                "images": images,
+                "labels": labels,
+                "stage_s": stage_s,
+                "collate_s": float(collate_s or 0.0),
+                "onehot_s": -1.0 if onehot_s is None else onehot_s,  # -1: no heads to encode
+            }
 
     return PipelineBatches
 
@@ -102,11 +119,12 @@ class KerasLoader:
             while True:
                 self._adapter = PyDatasetAdapter(self.dataset, shuffle=False)
                 for batch in self._adapter.get_numpy_iterator():
+                    collate_s, onehot_s = float(batch["collate_s"]), float(batch["onehot_s"])
                     yield (
                         batch["images"],
                         batch["labels"],
                         batch["stage_s"],
-                        float(batch["collate_s"]),
+                        collate_s if onehot_s < 0 else CollateSeconds.of(collate_s, onehot_s),
                     )
                 self._adapter.on_epoch_end()
 

@@ -418,8 +418,24 @@ def collate_heads(
     images = default_collate([_tensor(s[0]) for s in samples])
     heads, stage_s = _labels_and_times(samples)
     labels = heads.numpy()
+    begin = clock()
     onehot = np.stack([to_categorical(labels[:, k], classes) for k in range(labels.shape[1])], 1)
-    return images, torch.from_numpy(onehot), stage_s, clock() - start
+    onehot_s = clock() - begin
+    return images, torch.from_numpy(onehot), stage_s, CollateSeconds.of(clock() - start, onehot_s)
+
+
+class CollateSeconds(float):
+    """A batch's collate seconds carrying the part spent one-hot encoding its label heads
+    (crop-ocr), so the row can give the one-hot cost per batch while a batch keeps its four
+    fields; a plain float to everything else (it pickles from a worker with its part)."""
+
+    onehot_s: float | None = None
+
+    @classmethod
+    def of(cls, seconds: float, onehot_s: float) -> CollateSeconds:
+        out = cls(seconds)
+        out.onehot_s = onehot_s
+        return out
 
 
 def _tensor(value: Any) -> Any:

@@ -120,7 +120,7 @@ class LoaderSpec(LibrarySpec):
     # ``workers``); e.g. torchdata's ParallelMapper on threads and on processes
     methods: tuple[tuple[str, Literal["workers", "threads"]], ...] = ()
     # its task pipelines' rows (cases.own_rows): 0 workers, then each method at each of the
-    # plan's other task worker counts, in the full task sweep only (``task_workers`` "auto");
+    # plan's other task worker counts (a task of ``task_pipelines_at_cores``: one per core);
     # e.g. Keras's use_multiprocessing False and True
     task_methods: tuple[str, ...] = ()
     experiment: str | None = None

@@ -125,7 +125,10 @@ class TfDataLoader:
         self.parallel = tf.data.AUTOTUNE if workers == 0 else workers
         self.pipeline = pipeline
         self.format = pipeline.config.format
-        self.extra: dict[str, Any] = {}
+        # what the row decoded its images with: a PNG pool's row is tf.data from PNG files
+        self.extra: dict[str, Any] = {
+            "image_decode_op": "decode_jpeg" if self.all_jpeg else "decode_image"
+        }
         self._tmp: Path | None = None
         self.record_file: str | None = None
         if self.format == "tfrecord":
