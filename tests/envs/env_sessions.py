@@ -65,6 +65,9 @@ def run_session(name: str, out: Path, dataset: Path, keyword: str) -> pd.DataFra
             "--imgbench-profile=env-e2e",
             f"--dataset={dataset}",
             f"--imgbench-results={out / 'results'}",
+            # correctness, not timing: measured in the session's process (no worker server to
+            # start and fork in the env; the main env's sessions test the worker path)
+            "--imgbench-process=in-process",
             "-k",
             keyword,
         ],
