@@ -83,6 +83,7 @@ def mx_rows(tmp_path_factory: pytest.TempPathFactory, photo_dir_48: Path) -> pd.
             "--imgbench-env=mxnet",
             "--imgbench-profile=default",
             "--imgbench-rounds=3",
+            "--imgbench-process=in-process",  # correctness: no worker server to start in the env
             f"--dataset={photo_dir_48}",  # the default profile's batches are 32
             f"--imgbench-results={out / 'results'}",
             "-k",
