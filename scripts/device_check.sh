@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # The accelerator half on one GPU machine (docs/gpu.md): install imgbench into the machine's own
-# Python with --no-deps (plus only the carried wheels it lacks, from build/device-wheels), build
-# the dataset, run `imgbench run --profile gpu`, and write the parquet files, a text summary and
-# this log to $OUT. Each part goes on when an earlier one fails; the log is set -x style.
+# Python with --no-deps (plus only the carried wheels it lacks, from build/device-carry, else
+# build/device-wheels), build the dataset, run `imgbench run --profile gpu`, and write the parquet
+# files, a text summary and this log to $OUT. Each part goes on when an earlier one fails; the
+# log is set -x style.
 #   OUT=/some/folder scripts/device_check.sh        # PYTHON=python3.12 to pick the interpreter
+#   GPU_FEEDS="uint8-prefetcher nvjpeg-gpu-augment" # only these feeds (default: the profile's)
 set -u -o pipefail
 OUT="${OUT:-$PWD/build/device-out}"
 mkdir -p "$OUT"
@@ -16,7 +18,9 @@ if [ -z "$PY" ]; then  # the interpreter that has torch
   done
   PY="${PY:-python3}"
 fi
-WHEELS="$PWD/build/device-wheels"
+WHEELS="${WHEELS:-$PWD/build/device-carry}"  # only what the device image lacks (docs/gpu.md)
+[ -d "$WHEELS" ] || WHEELS="$PWD/build/device-wheels"
+ls -l "$WHEELS" || true
 date -u
 nvidia-smi || true
 df -h /dev/shm "$PWD" || true
@@ -35,10 +39,16 @@ for pair in psutil:psutil rich:rich markdown_it:markdown_it_py mdurl:mdurl pygme
     typing_extensions:typing_extensions threadpoolctl:threadpoolctl cloudpickle:cloudpickle \
     tqdm:tqdm simplejpeg:simplejpeg dateutil:python_dateutil six:six iniconfig:iniconfig \
     pluggy:pluggy cpuinfo:py_cpuinfo setuptools:setuptools wheel:wheel yaml:pyyaml scipy:scipy \
-    simsimd:simsimd stringzilla:stringzilla albucore:albucore albumentations:albumentations; do
+    simsimd:simsimd stringzilla:stringzilla albucore:albucore albumentations:albumentations \
+    kornia_rs:kornia_rs kornia:kornia torchdata:torchdata \
+    nvidia.nvimgcodec:nvidia_nvimgcodec_cu13; do
   module="${pair%%:*}"; wheel="${pair##*:}"
-  "$PY" -c "import $module" 2>/dev/null || missing+=("$(ls "$WHEELS"/"$wheel"-*.whl | head -1)")
+  found="$(ls "$WHEELS"/"$wheel"-*.whl 2>/dev/null | head -1)"  # not carried: its rows skip
+  "$PY" -c "import $module" 2>/dev/null || { [ -n "$found" ] && missing+=("$found"); }
 done
+# nvJPEG for CUDA 13 (nvidia/cu13/lib/libnvjpeg.so.13), which nvImageCodec's GPU decoder loads,
+# goes in with nvImageCodec
+[[ " ${missing[*]-} " == *nvimgcodec* ]] && missing+=($(ls "$WHEELS"/nvidia_nvjpeg-*.whl 2>/dev/null | head -1))
 # imgbench's pytest-benchmark shim is pinned to 5.1-5.3
 "$PY" - <<'PY' || missing+=("$(ls "$WHEELS"/pytest_benchmark-*.whl | head -1)")
 import importlib.metadata as m, sys
@@ -50,6 +60,26 @@ if [ "${#missing[@]}" -gt 0 ]; then
 fi
 "$PY" -m pip install --no-deps --no-index --no-build-isolation -e . \
   || "$PY" -m pip install --no-deps --no-index --no-build-isolation --user -e . || true
+# nvImageCodec loads nvJPEG (libnvjpeg.so.13) by name: the carried wheel's, else CUDA's own, through
+# a folder holding that one library, appended to LD_LIBRARY_PATH (putting CUDA's whole lib64 first
+# hid the GPU from torch: every row said "no CUDA device")
+nvjpeg="$(ls $("$PY" -c "import nvidia; print(' '.join(p + '/cu13/lib/libnvjpeg.so.13' \
+  for p in nvidia.__path__))" 2>/dev/null) /usr/local/cuda/lib64/libnvjpeg.so.13 2>/dev/null | head -1)"
+saved_ld="${LD_LIBRARY_PATH:-}"
+if [ -n "$nvjpeg" ]; then
+  mkdir -p /tmp/imgbench-nvjpeg && ln -sf "$nvjpeg" /tmp/imgbench-nvjpeg/libnvjpeg.so.13
+  export LD_LIBRARY_PATH="${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}/tmp/imgbench-nvjpeg"
+fi
+"$PY" -c "import sys, torch; sys.exit(0 if torch.cuda.is_available() else 1)" \
+  || { echo "CUDA hidden by LD_LIBRARY_PATH=$LD_LIBRARY_PATH: restored"; export LD_LIBRARY_PATH="$saved_ld"; }
+"$PY" - <<'PY' || true
+for name in ("kornia", "torchdata.nodes", "nvidia.nvimgcodec", "nvidia.dali"):
+    try:
+        module = __import__(name, fromlist=["_"])
+        print(name, getattr(module, "__version__", "imports"))
+    except Exception as exc:
+        print(name, "does not import:", type(exc).__name__, str(exc)[:200])
+PY
 IMGBENCH=("$PY" -m imgbench.cli)
 "${IMGBENCH[@]}" --help >/dev/null || export PYTHONPATH="$PWD/src${PYTHONPATH:+:$PYTHONPATH}"
 "$PY" -c "import imgbench.gpu.cases, imgbench.pytest_plugin; print('imgbench imports')" || true
@@ -58,8 +88,16 @@ IMGBENCH=("$PY" -m imgbench.cli)
 # 2. the dataset (cached; nothing to do when built), then the profile. 16 DataLoader workers hold
 # 32 batches in shared memory: 4.9 GB at batch 256 float32. A smaller /dev/shm gets batch 64
 shm_kb=$(df -k --output=avail /dev/shm 2>/dev/null | tail -1 | tr -d ' ')
+amend=()
 if [ -n "$shm_kb" ] && [ "$shm_kb" -lt 8388608 ]; then
-  printf '[tool.imgbench.profiles.gpu.loader]\ngpu_batch_size = 64\n' >"$OUT/gpu-profile.toml"
+  amend+=("gpu_batch_size = 64")
+fi
+if [ -n "${GPU_FEEDS:-}" ]; then  # "a b c" -> gpu_feeds = ["a", "b", "c"]
+  amend+=("gpu_feeds = [$(printf '"%s", ' $GPU_FEEDS | sed 's/, $//')]")
+fi
+if [ "${#amend[@]}" -gt 0 ]; then
+  { echo '[tool.imgbench.profiles.gpu.loader]'; printf '%s\n' "${amend[@]}"; } >"$OUT/gpu-profile.toml"
+  cat "$OUT/gpu-profile.toml"
   export IMGBENCH_PYPROJECT="$OUT/gpu-profile.toml"
 fi
 "${IMGBENCH[@]}" dataset build synthetic-imagenet-like || true
@@ -76,7 +114,7 @@ run_part() {  # SECONDS KEYWORD: at most SECONDS, and never past the script's bu
   echo "imgbench run -k '$2' exit: $?"
 }
 PARTS="${PARTS:-device feed cpu}"  # which parts to run (a rerun names only what failed)
-[[ " $PARTS " == *" device "* ]] && run_part 120 "gpu and not feed"
+[[ " $PARTS " == *" device "* ]] && run_part 180 "gpu and not feed"
 # CUDA in a fork of the worker server is expected to work (the server never initialises CUDA);
 # if the rows say otherwise, the rest runs in the session's own process
 "$PY" - "$OUT/results" <<'PY' && export IMGBENCH_SETTINGS="process_model=in-process"

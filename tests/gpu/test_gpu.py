@@ -12,11 +12,11 @@ from typing import Any
 import pytest
 import torch
 
-from imgbench.gpu.cases import plan_cases, prepare_gpu
+from imgbench.gpu.cases import DALI_WHEEL, dali_missing, plan_cases, prepare_gpu
 from imgbench.gpu.device import NO_CUDA, cuda_missing
 from imgbench.gpu.feed import DeviceFeed, SideStreamPrefetcher, normalise
 from imgbench.gpu.feeds import FEEDS
-from imgbench.gpu.ops import GpuAugment, collate_bytes, decode_batch, encoded_tensor
+from imgbench.gpu.ops import GpuAugment, GpuDecoder, collate_bytes, decode_batch, encoded_tensor
 from imgbench.gpu.step import StepCompute, TrainStep, cached_rate
 from imgbench.loaders.cases import loader_cases
 from imgbench.loaders.checks import NORM_HIGH, NORM_LOW
@@ -33,15 +33,32 @@ def test_every_part_is_planned_and_skips_without_cuda() -> None:
     assert len(variants) == len(set(variants))
     assert "h2d-ceiling" in variants and "decode-nvjpeg-batched" in variants
     assert "step-cached-resnet50" in variants and "augment-v2-per-batch" in variants
+    assert {"augment-kornia-per-image", "augment-kornia-per-batch"} <= set(variants)
+    assert {"decode-nvimgcodec-batched", "decode-dali-mixed"} <= set(variants)
+    kornia = next(c for c in cases if c.variant == "augment-kornia-per-batch")
+    assert kornia.params["augment_library"] == "kornia"
     for name in FEEDS:
         assert {f"feed-{name}+copy", f"feed-{name}+resnet50"} <= set(variants)
     reasons = {c.unmet_requirement() for c in cases}
+    # a row whose library (kornia, torchdata, nvImageCodec, DALI) is missing says so instead
+    reasons = {r for r in reasons if not (r or "").startswith("gpu: cannot import")}
     assert reasons == ({None} if CUDA else {NO_CUDA})
 
 
 def test_the_cpu_device_is_always_available_and_cuda_says_why_not() -> None:
     assert cuda_missing("cpu") is None
     assert cuda_missing("cuda") == (None if CUDA else NO_CUDA)
+
+
+def test_a_row_whose_library_is_missing_says_so_after_cuda() -> None:
+    from imgbench.gpu.cases import _available
+
+    assert _available("cpu", ("torch",), None) is None
+    why = _available("cpu", ("no_such_module_xyz",), None)
+    assert why is not None and why.startswith("gpu: cannot import no_such_module_xyz")
+    assert _available("cpu", (), lambda: "own reason") == "own reason"
+    if not CUDA:  # CUDA's reason comes first, before any optional module is imported
+        assert _available("cuda", ("no_such_module_xyz",), None) == NO_CUDA
 
 
 def test_the_default_profile_plans_the_gpu_rows_and_quick_does_not() -> None:
@@ -126,6 +143,29 @@ def test_a_feed_of_encoded_bytes_decodes_augments_and_normalises(
     assert loader.closed
 
 
+def test_a_synchronised_feed_times_the_wait_and_each_device_part(
+    jpegs: list[torch.Tensor],
+) -> None:
+    """What tells reads from decode from augmentation on the device: each stage's median time."""
+    pytest.importorskip("nvidia.nvimgcodec")
+    batch = collate_bytes([(t, i % 2, (0.0, 0.0, 0.0)) for i, t in enumerate(jpegs)])
+    feed = DeviceFeed(
+        _ListLoader([batch, batch]),
+        "cpu",
+        "pageable-blocking",
+        decode=GpuDecoder("nvimgcodec", "cpu"),
+        augment=GpuAugment("batch"),
+        sync=True,
+    )
+    assert not feed.extra  # nothing timed yet
+    got = list(feed.batches())
+    assert len(got) == 2 and got[1][0].shape == (4, 3, 224, 224)
+    stages = feed.extra["feed_stage_ms_median"]
+    assert set(stages) == {"wait", "decode", "augment", "normalise"}
+    assert stages["decode"] > 0 and stages["augment"] > 0
+    assert feed.extra["feed_stage_batches"] == 2
+
+
 def test_a_feed_of_decoded_arrays_copies_each_as_chw_and_augments_on_the_device() -> None:
     import numpy as np
 
@@ -140,12 +180,42 @@ def test_a_feed_of_decoded_arrays_copies_each_as_chw_and_augments_on_the_device(
     assert labels.tolist() == [0, 1]
 
 
+@pytest.mark.parametrize("library", ["v2", "kornia"])
 @pytest.mark.parametrize("per", ["image", "batch"])
-def test_gpu_augment_gives_uint8_224_batches(jpegs: list[torch.Tensor], per: str) -> None:
+def test_gpu_augment_gives_uint8_224_batches(
+    jpegs: list[torch.Tensor], per: str, library: str
+) -> None:
+    if library == "kornia":
+        pytest.importorskip("kornia")
     images = decode_batch(jpegs, "cpu")
     assert all(im.shape[0] == 3 and im.dtype == torch.uint8 for im in images)
-    out = GpuAugment(per)(images)  # type: ignore[arg-type]
+    out = GpuAugment(per, library)(images)  # type: ignore[arg-type]
     assert out.shape == (4, 3, 224, 224) and out.dtype == torch.uint8
+    assert out.float().std() > 1  # pixels, not a constant
+
+
+@pytest.mark.parametrize("kind", ["nvimgcodec", "dali"])
+def test_the_other_decoders_give_torchvisions_shapes_and_pixels(
+    jpegs: list[torch.Tensor], kind: str
+) -> None:
+    """On the CPU device nvImageCodec runs its CPU-only back-end and DALI ``device="cpu"``: the
+    same calls the device makes with CUDA (where they decode on the GPU)."""
+    pytest.importorskip("nvidia.nvimgcodec" if kind == "nvimgcodec" else "nvidia.dali")
+    decoder = GpuDecoder(kind, "cpu", batch_size=len(jpegs))
+    try:
+        out = decoder(jpegs)
+    finally:
+        decoder.close()
+    reference = decode_batch(jpegs, "cpu")
+    assert [tuple(im.shape) for im in out] == [tuple(im.shape) for im in reference]
+    for image, ref in zip(out, reference, strict=True):
+        assert image.dtype == torch.uint8 and image.device.type == "cpu"
+        assert (image.float() - ref.float()).abs().mean() < 2.0  # libjpeg-turbo, both
+
+
+def test_dali_is_available_here_or_its_reason_names_the_wheel() -> None:
+    why = dali_missing()
+    assert why is None or DALI_WHEEL in why
 
 
 def test_the_step_trains_at_a_tiny_size_and_checks_shapes() -> None:
@@ -211,6 +281,55 @@ def test_a_feed_case_runs_end_to_end_on_the_cpu(photo_dir: Path) -> None:
     assert extra["workers_left_after_reap"] == []
 
 
+def _cpu_plan(**changes: Any) -> LoaderPlan:
+    return dataclasses.replace(
+        LoaderPlan(),
+        gpu_device="cpu",
+        gpu_batch_size=4,
+        gpu_model="mobilenet_v3_small",
+        gpu_workers=(2,),
+        gpu_batches_per_round=2,
+        **changes,
+    )
+
+
+def test_the_torchdata_nodes_feed_runs_end_to_end_on_the_cpu(photo_dir: Path) -> None:
+    """The uint8 pipeline through torchdata.nodes (process workers; PinMemory only where CUDA
+    is), then the device's part: the same checks as the DataLoader's feeds."""
+    pytest.importorskip("torchdata.nodes")
+    plan = _cpu_plan(gpu_feeds=("uint8-torchdata-nodes",))
+    case = next(c for c in plan_cases(plan) if c.variant == "feed-uint8-torchdata-nodes+copy")
+    case = dataclasses.replace(case, params={**case.params, "cached_steps": 1})
+    workload = prepare_gpu(make_context(photo_dir), case)
+    try:
+        for item in workload.items:
+            assert workload.fn(item) == 4
+    finally:
+        assert workload.close is not None
+        workload.close()
+    extra = workload.extra
+    assert extra["first_batch_check"] == "pass"
+    assert "Prefetcher" in extra["torchdata_nodes"]
+    assert extra["feed_stage_ms_median"]["wait"] >= 0
+    assert {"copy", "normalise"} <= set(extra["feed_stage_ms_median"])
+    assert extra["workers_left_after_reap"] == []
+
+
+@pytest.mark.parametrize("variant", ["decode-nvimgcodec-batched", "decode-dali-mixed"])
+def test_the_decode_rows_run_their_decoder_on_the_cpu_device(photo_dir: Path, variant: str) -> None:
+    case = next(c for c in plan_cases(_cpu_plan(gpu_feeds=())) if c.variant == variant)
+    if case.unmet_requirement():
+        pytest.skip(str(case.unmet_requirement()))
+    workload = prepare_gpu(make_context(photo_dir), case)
+    try:
+        out = workload.fn(0)
+        assert len(out) == 4 and all(im.shape[0] == 3 for im in out)
+    finally:
+        if workload.close is not None:
+            workload.close()
+    assert workload.images_per_item == 4
+
+
 @pytest.mark.skipif(not CUDA, reason=NO_CUDA)
 def test_on_cuda_the_prefetcher_uses_a_side_stream() -> None:
     prefetcher = SideStreamPrefetcher(_uint8_batches(2), "cuda")
@@ -244,12 +363,19 @@ def test_the_summary_names_each_figure_the_device_check_reports() -> None:
         [
             _row("decode-nvjpeg-batched", 9000.0),
             _row("decode-cpu-threads", 3000.0),
+            _row("decode-nvimgcodec-batched", 10000.0),
+            _row("augment-kornia-per-batch", 1000.0),
             _row("h2d-ceiling", 1.0, unit="one copy"),
             _row("h2d-uint8-pinned-nonblocking", 100000.0),
             _row("step-cached-resnet50", 2800.0),
             _row("feed-uint8-pinned+resnet50", 1500.0, au=0.5),
             _row("feed-nvjpeg-gpu-augment+resnet50", 2600.0, au=0.93),
             _row("feed-uint8-pinned+copy", 1600.0, gpus_kept_at_90=0.63),
+            _row(
+                "feed-nvimgcodec-gpu-augment+copy",
+                2000.0,
+                feed_stage_ms_median={"wait": 90.0, "decode": 30.5, "augment": 12.0},
+            ),
             {**_row("h2d-float32-pageable-blocking", 0.0), "status": "failed", "reason": "boom"},
         ]
     )
@@ -260,5 +386,8 @@ def test_the_summary_names_each_figure_the_device_check_reports() -> None:
     assert "best CPU-decode feed with the step: feed-uint8-pinned+resnet50, AU 50%" in text
     assert "best GPU-decode feed with the step: feed-nvjpeg-gpu-augment+resnet50, AU 93%" in text
     assert "keeps 0.63 GPUs at 90%" in text and "failed: h2d-float32-pageable-blocking" in text
+    assert "ms/batch wait 90.0 decode 30.5 augment 12.0" in text
+    assert "other GPU decoders: decode-nvimgcodec-batched 10,000 images/s" in text
+    assert "augmentation on the device: augment-kornia-per-batch 1,000 images/s" in text
     skipped = frame.assign(status="skipped", reason=NO_CUDA)
     assert summarise(skipped) == f"every gpu row was skipped or failed: {NO_CUDA}"

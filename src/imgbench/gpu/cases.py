@@ -7,10 +7,12 @@ absent, each is one skipped row with the reason "no CUDA device". The parts:
   pageable, ``non_blocking`` or not, synchronised per copy; ``h2d-ceiling``: 256 MiB from pinned
   memory, the device's own copy ceiling in the same session. ``mb_per_s_median`` is the rate.
 - ``decode-nvjpeg-batched``: ``torchvision.io.decode_jpeg(list, device=...)`` over a batch of the
-  dataset's JPEG bytes (the bytes' copy included); ``decode-cpu-threads``: the same decode on the
-  CPU by one thread per core, the comparison.
-- ``augment-v2-per-image`` / ``-per-batch``: the train recipe in torchvision v2 on decoded uint8
-  images already on the device (``imgbench.gpu.ops.GpuAugment``).
+  dataset's JPEG bytes (the bytes' copy included); ``decode-nvimgcodec-batched``: nvImageCodec's
+  ``Decoder.decode`` on the same list; ``decode-dali-mixed``: DALI's ``fn.decoders.image`` with
+  ``device="mixed"`` on it (each where the library imports; ``imgbench.gpu.ops.GpuDecoder``);
+  ``decode-cpu-threads``: torchvision's decode on the CPU by one thread per core, the comparison.
+- ``augment-{v2,kornia}-per-image`` / ``-per-batch``: the train recipe in torchvision v2 or
+  kornia on decoded uint8 images already on the device (``imgbench.gpu.ops.GpuAugment``).
 - ``step-cached-<model>``: the training step on one batch kept on the device: its own rate.
 - ``feed-<feed>+<consumer>``: the DataLoader at ``gpu_workers`` workers, its batches on the
   device (``imgbench.gpu.feed``), then ``copy`` (nothing more: the loader's rate as the GPU
@@ -23,6 +25,7 @@ from __future__ import annotations
 import functools
 import os
 import time
+from collections.abc import Callable
 from typing import Any
 
 from imgbench.gpu.device import cuda_missing
@@ -35,6 +38,9 @@ from imgbench.measure.errors import Skip
 LIBRARY = "gpu"
 CEILING_BYTES = 256 << 20
 REQUIRES = ("torch", "torchvision")
+# DALI's CUDA 13 wheel, measured 2026-11-27 (docs/gpu.md): far over the 64 MiB a device check
+# may carry, so its rows skip there with this said
+DALI_WHEEL = "nvidia-dali-cuda130 2.4.0 (199 MB)"
 
 
 H2D_DTYPES = ("uint8", "float32")
@@ -62,6 +68,23 @@ def plan_cases(plan: LoaderPlan) -> list[Case]:
     cases += [
         _case("decode-nvjpeg-batched", plan, part="decode", decode="nvjpeg", batch_size=batch),
         _case(
+            "decode-nvimgcodec-batched",
+            plan,
+            ("nvidia.nvimgcodec",),
+            part="decode",
+            decode="nvimgcodec",
+            batch_size=batch,
+        ),
+        _case(
+            "decode-dali-mixed",
+            plan,
+            part="decode",
+            decode="dali",
+            decode_threads=os.cpu_count() or 1,
+            batch_size=batch,
+            check=dali_missing,
+        ),
+        _case(
             "decode-cpu-threads",
             plan,
             part="decode",
@@ -72,6 +95,19 @@ def plan_cases(plan: LoaderPlan) -> list[Case]:
     ]
     cases += [
         _case(f"augment-v2-per-{per}", plan, part="augment", per=per, batch_size=batch)
+        for per in ("image", "batch")
+    ]
+    cases += [
+        _case(
+            f"augment-kornia-per-{per}",
+            plan,
+            ("kornia",),
+            part="augment",
+            per=per,
+            augment_library="kornia",
+            batch_size=batch,
+            batches_per_round=1,  # 256 kornia calls per batch: one batch a round is enough
+        )
         for per in ("image", "batch")
     ]
     cases.append(
@@ -92,6 +128,7 @@ def plan_cases(plan: LoaderPlan) -> list[Case]:
                     _case(
                         f"feed-{name}+{consumer}",
                         plan,
+                        FEEDS[name].requires,
                         part="feed",
                         feed=name,
                         consumer=consumer,
@@ -104,10 +141,17 @@ def plan_cases(plan: LoaderPlan) -> list[Case]:
     return cases
 
 
-def _case(variant: str, plan: LoaderPlan, **params: Any) -> Case:
+def _case(
+    variant: str,
+    plan: LoaderPlan,
+    requires: tuple[str, ...] = (),
+    check: Callable[[], str | None] | None = None,
+    **params: Any,
+) -> Case:
+    """One gpu case: ``requires`` the modules beyond torch and torchvision it imports, ``check``
+    its own availability check after CUDA's."""
     params = {"device": plan.gpu_device, "threads": None, **params}
     params.setdefault("batches_per_round", plan.gpu_batches_per_round)
-    device = plan.gpu_device
     return Case(
         stage="loader",
         library=LIBRARY,
@@ -116,8 +160,34 @@ def _case(variant: str, plan: LoaderPlan, **params: Any) -> Case:
         params=params,
         requires=REQUIRES,
         dist="torch",
-        check=functools.partial(cuda_missing, device),
+        check=functools.partial(_available, plan.gpu_device, requires, check),
     )
+
+
+def _available(
+    device: str, modules: tuple[str, ...], check: Callable[[], str | None] | None
+) -> str | None:
+    """CUDA first, then the optional modules, then the case's own check. CUDA is asked before any
+    of those modules is imported: on the H100 every row said "no CUDA device" once nvImageCodec,
+    kornia and torchdata were installed and imported first."""
+    from imgbench.library import missing_module
+
+    return (
+        cuda_missing(device)
+        or missing_module(LIBRARY, modules)
+        or (check() if check is not None else None)
+    )
+
+
+def dali_missing() -> str | None:
+    """Why DALI cannot decode here: it does not import (on the device machine: its wheel is far
+    over what a device check carries)."""
+    from imgbench.library import missing_module
+
+    why = missing_module(LIBRARY, ("nvidia.dali",))
+    if why is None:
+        return None
+    return f"{why}; DALI's CUDA 13 wheel, {DALI_WHEEL}, is over the 64 MiB a device check carries"
 
 
 def prepare_gpu(ctx: CaseContext, case: Case) -> Workload:
@@ -129,8 +199,13 @@ def prepare_gpu(ctx: CaseContext, case: Case) -> Workload:
     part = params["part"]
     if part in ("h2d", "h2d-ceiling"):
         return _copy_workload(params)
+    from imgbench.gpu.ops import NoGpuDecoderError
+
     if part == "decode":
-        return _decode_workload(ctx, params)
+        try:
+            return _decode_workload(ctx, params)
+        except NoGpuDecoderError as exc:
+            raise Skip(str(exc)) from None
     if part == "augment":
         return _augment_workload(ctx, params)
     if part == "step":
@@ -138,7 +213,10 @@ def prepare_gpu(ctx: CaseContext, case: Case) -> Workload:
     if part == "feed":
         from imgbench.gpu.fed import prepare_feed
 
-        return prepare_feed(ctx, case)
+        try:
+            return prepare_feed(ctx, case)
+        except NoGpuDecoderError as exc:
+            raise Skip(str(exc)) from None
     raise ValueError(f"gpu case {case.variant}: unknown part {part!r}")
 
 
@@ -210,33 +288,44 @@ def _decode_workload(ctx: CaseContext, params: dict[str, Any]) -> Workload:
     import torch
 
     from imgbench.gpu.device import synchronize
-    from imgbench.gpu.ops import decode_batch
+    from imgbench.gpu.ops import GpuDecoder, decode_batch
 
     device = torch.device(params["device"])
     batch = int(params["batch_size"])
     encoded = _jpeg_batch(ctx, batch)
-    if params["decode"] == "nvjpeg":
+    close: Callable[[], None] | None = None
+    if device.type == "cuda":
+        torch.cuda.init()  # torch's CUDA first, then the decoder's library
+    if params["decode"] != "cpu-threads":
+        decoder = GpuDecoder(
+            params["decode"], device, batch, int(params.get("decode_threads") or 1)
+        )
+        close = decoder.close
 
-        def decode(_item: object) -> None:
-            decode_batch(encoded, device)
+        def decode(_item: object) -> list[Any]:
+            out = decoder(encoded)
             synchronize(device)
+            return out
 
-        pool = None
     else:
         from concurrent.futures import ThreadPoolExecutor
 
         threads = int(params["decode_threads"])
         pool = ThreadPoolExecutor(threads)
+        close = pool.shutdown
         chunks = [c for c in (encoded[i::threads] for i in range(threads)) if c]
         cpu = torch.device("cpu")
 
-        def decode(_item: object) -> None:
-            list(pool.map(lambda chunk: decode_batch(chunk, cpu), chunks))
+        def decode(_item: object) -> list[Any]:
+            parts = pool.map(lambda chunk: decode_batch(chunk, cpu), chunks)
+            return [im for part in parts for im in part]
 
-    decode(None)  # the first call loads the codec; the shapes are checked once
-    out = decode_batch(encoded[:2], device if pool is None else "cpu")
-    if any(im.ndim != 3 or im.shape[0] != 3 for im in out):
-        raise RuntimeError(f"decoded shapes {[tuple(im.shape) for im in out]}, expected 3xHxW")
+    out = decode(None)  # the first call loads the codec; the shapes are checked once
+    if len(out) != batch or any(im.ndim != 3 or im.shape[0] != 3 for im in out[:8]):
+        shapes = [tuple(im.shape) for im in out[:4]]
+        raise RuntimeError(f"decoded {len(out)} images {shapes}..., expected {batch} of 3xHxW")
+    if params["decode"] != "cpu-threads" and out[0].device.type != device.type:
+        raise RuntimeError(f"decoded onto {out[0].device}, expected {device}")
     n = int(params["batches_per_round"])
     return Workload(
         items=list(range(n)),
@@ -245,7 +334,7 @@ def _decode_workload(ctx: CaseContext, params: dict[str, Any]) -> Workload:
         bytes_per_round=n * sum(int(t.numel()) for t in encoded),
         cache_method="n/a: the encoded bytes in host memory",
         extra={"decode": params["decode"], **_device_extra(device)},
-        close=pool.shutdown if pool is not None else None,
+        close=close,
     )
 
 
@@ -258,7 +347,7 @@ def _augment_workload(ctx: CaseContext, params: dict[str, Any]) -> Workload:
     device = torch.device(params["device"])
     batch = int(params["batch_size"])
     images = [im.to(device) for im in decode_batch(_jpeg_batch(ctx, batch), "cpu")]
-    augment = GpuAugment(params["per"])
+    augment = GpuAugment(params["per"], params.get("augment_library", "v2"))
 
     def run(_item: object) -> None:
         augment(images)
@@ -274,7 +363,11 @@ def _augment_workload(ctx: CaseContext, params: dict[str, Any]) -> Workload:
         images_per_item=batch,
         megapixels_per_round=n * batch * SIDE * SIDE / 1e6,
         cache_method="n/a: decoded images already on the device",
-        extra={"per": params["per"], **_device_extra(device)},
+        extra={
+            "per": params["per"],
+            "augment_library": params.get("augment_library", "v2"),
+            **_device_extra(device),
+        },
     )
 
 

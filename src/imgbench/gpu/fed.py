@@ -16,41 +16,56 @@ CACHED_STEPS = 10  # steps timed for the step's own rate on a cached batch
 def build_feed(ctx: CaseContext, params: dict[str, Any]) -> Any:
     """The CPU loader for the case's feed, wrapped so its batches arrive on the device."""
     from imgbench.gpu.feed import DeviceFeed
-    from imgbench.gpu.feeds import BYTES, FEEDS
-    from imgbench.gpu.ops import BytesDataset, GpuAugment, collate_bytes, decode_batch
+    from imgbench.gpu.feeds import BYTES, FEEDS, TORCHDATA_NODES
+    from imgbench.gpu.ops import BytesDataset, GpuAugment, GpuDecoder, collate_bytes
     from imgbench.loaders.cases import make_source
     from imgbench.loaders.pipeline import NO_AUGMENT, PipelineConfig, SamplePipeline
     from imgbench.loaders.registry import pipeline_config
     from imgbench.loaders.torch_dataloader import TorchLoader
 
     feed = FEEDS[params["feed"]]
-    loader_params = {
-        "workers": params["workers"],
-        "batch_size": params["batch_size"],
-        "prefetch_factor": 2,
-        "persistent_workers": True,
-        "start_method": "fork",
-        # the prefetcher copies from pinned memory too (Apex's recipe: pin_memory=True); there is
-        # no pinning for a CPU device (the tests)
-        "pin_memory": feed.transfer in ("pinned-nonblocking", "prefetcher")
-        and str(params["device"]).startswith("cuda"),
-    }
-    if feed.pipeline == BYTES:
-        source = make_source(ctx, PipelineConfig(augment=NO_AUGMENT))
-        loader = TorchLoader(
-            BytesDataset(source),  # type: ignore[arg-type]  # len and [i]: a map-style dataset
-            loader_params,
-            collate_fn=collate_bytes,
+    device = params["device"]
+    loader: Any
+    if feed.loader == TORCHDATA_NODES:
+        from imgbench.loaders.torchdata_nodes import TorchdataNodesLoader
+
+        config = pipeline_config(feed.pipeline)
+        loader = TorchdataNodesLoader(
+            SamplePipeline(make_source(ctx, config), config),
+            {
+                "workers": params["workers"],
+                "batch_size": params["batch_size"],
+                "method": "process",
+                "prefetch_factor": 2,
+            },
         )
     else:
-        config = pipeline_config(feed.pipeline)
-        loader = TorchLoader(SamplePipeline(make_source(ctx, config), config), loader_params)
-    device = params["device"]
+        loader_params = {
+            "workers": params["workers"],
+            "batch_size": params["batch_size"],
+            "prefetch_factor": 2,
+            "persistent_workers": True,
+            "start_method": "fork",
+            # the prefetcher copies from pinned memory too (Apex's recipe: pin_memory=True);
+            # there is no pinning for a CPU device (the tests)
+            "pin_memory": feed.transfer in ("pinned-nonblocking", "prefetcher")
+            and str(device).startswith("cuda"),
+        }
+        if feed.pipeline == BYTES:
+            source = make_source(ctx, PipelineConfig(augment=NO_AUGMENT))
+            loader = TorchLoader(
+                BytesDataset(source),  # type: ignore[arg-type]  # len and [i]: map-style
+                loader_params,
+                collate_fn=collate_bytes,
+            )
+        else:
+            config = pipeline_config(feed.pipeline)
+            loader = TorchLoader(SamplePipeline(make_source(ctx, config), config), loader_params)
     return DeviceFeed(
         loader,
         device,
         feed.transfer,  # type: ignore[arg-type]  # one of TRANSFERS (FEEDS says which)
-        decode=functools.partial(decode_batch, device=device) if feed.gpu_decode else None,
+        decode=GpuDecoder(feed.gpu_decoder, device) if feed.gpu_decode else None,
         augment=GpuAugment("batch") if feed.gpu_augment else None,
         sync=params["consumer"] == "copy",
     )
@@ -90,6 +105,7 @@ def prepare_feed(ctx: CaseContext, case: Case) -> Workload:
     run.extra.update(
         feed=params["feed"],
         feed_transfer=FEEDS[params["feed"]].transfer,
+        feed_loader=FEEDS[params["feed"]].loader,
         consumer=params["consumer"],
         step_images_per_s_cached=step_rate,
         first_batch_expected=expect.describe(),
@@ -98,6 +114,10 @@ def prepare_feed(ctx: CaseContext, case: Case) -> Workload:
         if device.type == "cuda"
         else "the step's wall time (CPU: synchronous)",
     )
+    if feed.decode is not None and FEEDS[params["feed"]].gpu_decoder != "nvjpeg":
+        from imgbench.gpu.cases import _jpeg_batch
+
+        feed.decode(_jpeg_batch(ctx, 1))  # decodes on the host: NoGpuDecoderError, a skip
     run.start()
     problem = step.check(*feed.last[:2]) if feed.last is not None else "no batch"
     if problem:

@@ -99,7 +99,12 @@ class DeviceFeed:
     ``decode`` turns a batch of encoded bytes into images there (nvJPEG on CUDA); ``augment``
     turns a list of decoded images into one uint8 batch there; uint8 batches are normalised.
     ``sync``: wait for each batch's device work before handing it over (the ``+copy`` rows, which
-    have no step to wait on: without it the CPU would queue copies ahead of the device)."""
+    have no step to wait on: without it the CPU would queue copies ahead of the device).
+
+    Stage times per batch (``extra["feed_stage_ms_median"]``): ``wait``, the wait for the CPU
+    loader's next batch (its workers' reads, decode, augmentation); with ``sync`` also the
+    device's parts, each waited for: ``copy`` (or ``decode``: the decoder copies the bytes
+    itself), ``augment``, ``normalise``. They tell what bounds a feed: the workers or the device."""
 
     def __init__(
         self,
@@ -119,15 +124,58 @@ class DeviceFeed:
         self.sync = sync
         self.last: Batch | None = None  # the batch the training step takes next
         self.pipeline = getattr(loader, "pipeline", None)  # LoaderRun closes it
-        self.extra: dict[str, Any] = {}
+        self.stages: dict[str, list[float]] = {}
+
+    @property
+    def extra(self) -> dict[str, Any]:
+        """What LoaderRun merges into the row: what the CPU loader recorded, and the median of each
+        stage's time per batch."""
+        import statistics
+
+        own = dict(getattr(self.loader, "extra", None) or {})
+        if not self.stages:
+            return own
+        return {
+            **own,
+            "feed_stage_ms_median": {
+                name: round(1e3 * statistics.median(times), 3)
+                for name, times in self.stages.items()
+                if times
+            },
+            "feed_stage_batches": max(len(times) for times in self.stages.values()),
+            "feed_stage_method": "perf_counter around each part"
+            + (
+                ", the device waited for after each" if self.sync else "; the device not waited for"
+            ),
+        }
+
+    def _time(self, name: str, start: float) -> float:
+        """Record ``name``'s time since ``start`` (after the device's work, with ``sync``)."""
+        import time
+
+        if self.sync:
+            from imgbench.gpu.device import synchronize_stream
+
+            synchronize_stream(self.device)
+        now = time.perf_counter()
+        self.stages.setdefault(name, []).append(now - start)
+        return now
 
     def batches(self) -> Iterator[Batch]:
-        source = self.loader.batches()
+        import time
+
+        source: Iterator[Batch] = self.loader.batches()
         if self.transfer == "prefetcher":
-            stream: Iterator[Batch] = SideStreamPrefetcher(source, self.device)
-        else:
-            stream = (self._arrive(b) for b in source)
-        for batch in stream:
+            source = SideStreamPrefetcher(source, self.device)
+        while True:
+            start = time.perf_counter()
+            try:
+                batch = next(source)
+            except StopIteration:
+                return
+            self.stages.setdefault("wait", []).append(time.perf_counter() - start)
+            if self.transfer != "prefetcher":
+                batch = self._arrive(batch)
             if self.sync:
                 from imgbench.gpu.device import synchronize_stream
 
@@ -136,17 +184,24 @@ class DeviceFeed:
             yield batch
 
     def _arrive(self, batch: Batch) -> Batch:
+        import time
+
         non_blocking = self.transfer == "pinned-nonblocking"
         images: Any
+        start = time.perf_counter()
         if self.decode is not None:  # encoded bytes: the decoder copies them itself
             images = self.decode(batch[0])
             labels = batch[1].to(self.device, non_blocking=non_blocking)
+            start = self._time("decode", start)
         else:
             images, labels, _, _ = to_device(batch, self.device, non_blocking)
+            start = self._time("copy", start)
         if self.augment is not None:
             images = self.augment(images)
+            start = self._time("augment", start)
         if images.dtype != _float32():
             images = normalise(images)
+            self._time("normalise", start)
         return images, labels, batch[2], batch[3]
 
     def worker_pids(self) -> list[int]:

@@ -10,7 +10,7 @@ from typing import Any
 
 import pandas as pd
 
-GPU_DECODE_FEEDS = ("nvjpeg-gpu-augment",)
+from imgbench.gpu.feeds import GPU_DECODE_FEEDS
 
 
 def _extra(row: pd.Series) -> dict[str, Any]:
@@ -51,6 +51,13 @@ def summarise(frame: pd.DataFrame) -> str:
             threads = json.loads(cpu["params_json"]).get("decode_threads")
             line += f"; torchvision decode_jpeg on {threads} CPU threads: {_rate(cpu)}"
         lines.append(line)
+    others = ok[ok["variant"].str.startswith("decode-")]
+    others = others[~others["variant"].isin(["decode-nvjpeg-batched", "decode-cpu-threads"])]
+    augments = ok[ok["variant"].str.startswith("augment-")]
+    for label, part in (("other GPU decoders", others), ("augmentation on the device", augments)):
+        if len(part):
+            shown = ", ".join(f"{r['variant']} {_rate(r)}" for _, r in part.iterrows())
+            lines.append(f"{label}: {shown}")
     reads = frame[(frame["stage"] == "read") & (frame["status"] == "ok")]
     if len(reads):
         best = reads.sort_values("images_per_s_median", ascending=False).head(5)
@@ -77,7 +84,11 @@ def summarise(frame: pd.DataFrame) -> str:
         kept_s = f", keeps {kept:.2f} GPUs at 90%" if kept is not None else ""
         mb = r.get("mb_per_s_median")
         copied = f", {mb / 1e3:.2f} GB/s copied" if pd.notna(mb) and mb else ""
-        lines.append(f"  {r['variant']}: {_rate(r)}{au}{kept_s}{copied}")
+        stages = e.get("feed_stage_ms_median") or {}
+        staged = (
+            ", ms/batch " + " ".join(f"{k} {v:.1f}" for k, v in stages.items()) if stages else ""
+        )
+        lines.append(f"  {r['variant']}: {_rate(r)}{au}{kept_s}{copied}{staged}")
     stepped = feeds[~feeds["variant"].str.endswith("+copy")]
     for label, on_gpu in (("CPU-decode", False), ("GPU-decode", True)):
         part = stepped[stepped["variant"].map(_gpu_decode) == on_gpu]

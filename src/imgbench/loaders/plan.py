@@ -75,8 +75,10 @@ class LoaderPlan(StagePlan):
         "uint8-pinned",
         "uint8-pageable",
         "uint8-prefetcher",
+        "uint8-torchdata-nodes",
         "cpu-decode-gpu-augment",
         "nvjpeg-gpu-augment",
+        "nvimgcodec-gpu-augment",
     )
 
     def baseline_workers(self) -> tuple[int, ...]:
