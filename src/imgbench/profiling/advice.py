@@ -127,14 +127,14 @@ def au_line(result: ProfileResult) -> str:
     if fewest is not None:
         config = next(c for c in ok if c.workers == fewest)
         return (
-            f"{fewest} {result.unit} keep AU at {config.extra['au']:.0%} with a {result.step_ms:g} ms "
-            "step: the fewest that reach 90%."
+            f"{fewest} {result.unit} keep AU at {config.extra['au']:.0%} with "
+            f"{result.step_label}: the fewest that reach 90%."
         )
     if not ok:
         return "no configuration finished its AU phase."
     best = max(ok, key=lambda c: c.extra["au"])
     return (
-        f"no {result.unit} count reaches AU {AU_PASS:.0%} with a {result.step_ms:g} ms step; the best is "
+        f"no {result.unit} count reaches AU {AU_PASS:.0%} with {result.step_label}; the best is "
         f"{best.extra['au']:.0%} at {best.workers} {result.unit}: the pipeline, not the step, sets the pace."
     )
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +27,7 @@ def profile(
     name: str | None = "profile",
     target: str | None = None,
     compare_readers: bool = True,
+    step: Callable[[Any], Any] | None = None,
 ) -> ProfileResult:
     """Sweep worker counts (default 0..cores, plus a DataLoader's own) over the pipeline; for a
     tf.data.Dataset (TensorFlow environment), its private thread pool size (1..cores, plus its own);
@@ -37,6 +38,8 @@ def profile(
     sampling (0: none). Rows go to ``results/RUN_ID.parquet`` as each configuration finishes;
     the flame graph to ``results/RUN_ID.speedscope.json``. ``compare_readers``: when decoding
     dominates, time the verified readers on a sample of the dataset's files for the advice.
+    ``step``: your training step, called with each batch, as the AU phase's consumer instead of
+    the ``step_ms`` sleep (its own rate on a cached batch too; ``imgbench.profiling.step``).
     """
     if not is_dataset_or_loader(dataset_or_loader):
         raise TypeError(
@@ -53,6 +56,8 @@ def profile(
         batch_timeout_s=batch_timeout_s,
         first_batch_timeout_s=first_batch_timeout_s,
         compare_readers=compare_readers,
+        step=step,
+        step_target=None if step is None else getattr(step, "__qualname__", repr(step)),
     )
     return sweep(
         dataset_or_loader, target=target, settings=settings, results_dir=results, run_name=name

@@ -16,6 +16,7 @@ from imgbench.profiling.advice import worker_uss_growth
 from imgbench.profiling.attribution import CATEGORIES, CATEGORY_TITLES
 from imgbench.profiling.keras import label as keras_label
 from imgbench.profiling.result import Configuration, ProfileResult
+from imgbench.profiling.step import load_step
 from imgbench.profiling.sweep import ProfileSettings, profile
 from imgbench.profiling.target import TargetError, build_target, parse_kwargs
 
@@ -62,6 +63,15 @@ def profile_command(
         float, typer.Option(help="py-spy stack sampling per configuration; 0: none")
     ] = 3.0,
     step_ms: Annotated[float, typer.Option(help="emulated training step after each batch")] = 50.0,
+    step: Annotated[
+        str | None,
+        typer.Option(
+            "--step",
+            help="MODULE:FUNC, your training step, called with each batch instead of the "
+            "--step-ms sleep: its own rate on a cached batch and AU (CUDA events where it uses "
+            "CUDA)",
+        ),
+    ] = None,
     timeout: Annotated[float, typer.Option(help="seconds a batch may take before it fails")] = 30.0,
     results: Annotated[Path, typer.Option(help="folder for the parquet file")] = Path("results"),
     name: Annotated[str, typer.Option(help="run name (part of the run id)")] = "profile",
@@ -91,6 +101,7 @@ def profile_command(
             "--au-seconds": au_seconds,
             "--sample-seconds": sample_seconds,
             "--step-ms": step_ms,
+            "--step": step,
             "--timeout": timeout,
             "--results": results,
             "--name": name,
@@ -103,6 +114,7 @@ def profile_command(
     try:
         kwargs = parse_kwargs(kw or [])
         source = build_target(target, kwargs)
+        step_fn = load_step(step) if step is not None else None
     except TargetError as exc:
         raise fail(str(exc)) from None
     settings = ProfileSettings(
@@ -115,6 +127,8 @@ def profile_command(
         batch_timeout_s=timeout,
         first_batch_timeout_s=max(timeout, 120.0),
         compare_readers=readers,
+        step=step_fn,
+        step_target=step,
     )
     result = profile(
         source,
@@ -170,7 +184,7 @@ def print_result(result: ProfileResult) -> None:
         "threads (0: TF default)" if result.unit == "threads" else "workers",
         "images/s",
         "first batch s",
-        f"AU @ {result.step_ms:g} ms",
+        "AU @ your step" if result.step else f"AU @ {result.step_ms:g} ms",
         "peak PSS MiB",
         "worker USS MiB",
         "worker USS growth MiB/min",
@@ -192,6 +206,9 @@ def print_result(result: ProfileResult) -> None:
             "ok" if c.status == "ok" else f"[red]failed[/]: {c.reason}",
         )
     console.print(table)
+    if result.step:
+        for line in step_lines(result):
+            console.print(line, highlight=False, soft_wrap=True)
     shares = Table(title="where the time goes (share of py-spy samples, all processes)")
     shares.add_column("workers", justify="right")
     for category in CATEGORIES:
@@ -224,6 +241,24 @@ def print_result(result: ProfileResult) -> None:
             f"flame graph: {result.flame_graph} (open in https://www.speedscope.app)",
             highlight=False,
         )
+
+
+def step_lines(result: ProfileResult) -> list[str]:
+    """The user's step: its own rate on a cached batch and what each configuration keeps busy."""
+    lines = []
+    for c in result.configurations:
+        rate = c.extra.get("step_images_per_s_cached")
+        if c.status != "ok" or not rate:
+            continue
+        au = c.extra.get("au")
+        kept = c.extra.get("gpus_kept_at_90")
+        lines.append(
+            f"your step {result.step} at {setting(c)} {result.unit}: {rate:,.0f} images/s on a "
+            f"cached batch ({'CUDA' if c.extra.get('step_cuda') else 'CPU'})"
+            + (f", AU {au:.0%} fed by the loader" if isinstance(au, float) else "")
+            + (f"; the loader keeps {kept:.2f} such steps 90% busy" if kept else "")
+        )
+    return lines
 
 
 def result_json(result: ProfileResult) -> str:

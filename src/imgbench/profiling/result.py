@@ -37,6 +37,12 @@ class ProfileResult:
     step_ms: float
     advice: list[str] = field(default_factory=list)
     unit: str = "workers"  # what the sweep varies: DataLoader workers, or tf.data threads
+    step: str | None = None  # the user's step (MODULE:FUNC) as the consumer, else a sleep
+
+    @property
+    def step_label(self) -> str:
+        """The consumer the AU is measured with, as the advice names it."""
+        return f"your step {self.step}" if self.step else f"a {self.step_ms:g} ms step"
 
     @property
     def fewest_workers_at_au(self) -> int | None:
