@@ -29,6 +29,7 @@ def _run(out: Path, dataset: Path, *args: str) -> pd.DataFrame:
                 f"--dataset={dataset}",
                 f"--imgbench-results={out / 'results'}",
                 "--imgbench-rounds=2",
+                "--imgbench-process=in-process",  # correctness: the quick run covers the worker
                 *args,
             ],
             cwd=out,

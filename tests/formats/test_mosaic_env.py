@@ -230,6 +230,7 @@ def test_mds_cases_in_the_mosaic_session(
         str(python),
         f"--dataset={photo_dir}",
         "--imgbench-env=mosaic",
+        "--imgbench-process=in-process",  # correctness: no worker server to start in the env
         env_extra=s3_env,
     )
     count = _photo_count(photo_dir)
