@@ -71,6 +71,7 @@ def run_s3_session(
                 f"--imgbench-results={out / 'results'}",
                 f"--imgbench-profile={name}",
                 "--imgbench-host-gate=0",  # correctness, not timing: no re-timed rounds
+                "--imgbench-process=in-process",  # and no worker server to start and fork
                 *args,
             ],
             cwd=out,

@@ -91,6 +91,7 @@ def test_a_server_lost_mid_session_fails_the_rest_and_keeps_the_rows(
         tiny_dataset,
         "-p",
         "tests.objectstore.kill_server",
+        "--imgbench-process=worker",  # the manager's own server-loss reason, from its worker
         libraries='["folder"]',
         env={"IMGBENCH_TEST_KILL_S3_AFTER": "1", "IMGBENCH_TEST_KILLED_FILE": str(killed)},
     )
