@@ -274,25 +274,15 @@ def _copy_workload(params: dict[str, Any]) -> Workload:
     )
 
 
-def _jpeg_batch(ctx: CaseContext, count: int) -> list[Any]:
-    """``count`` of the dataset's JPEG files as encoded tensors (cycling through them)."""
-    from imgbench.gpu.ops import encoded_tensor
-
-    entries = [e for e in ctx.entries() if e.codec == "jpeg"]
-    if not entries:
-        raise Skip(f"dataset {ctx.dataset.name} has no JPEG images")
-    return [encoded_tensor(ctx.path(entries[i % len(entries)]).read_bytes()) for i in range(count)]
-
-
 def _decode_workload(ctx: CaseContext, params: dict[str, Any]) -> Workload:
     import torch
 
     from imgbench.gpu.device import synchronize
-    from imgbench.gpu.ops import GpuDecoder, decode_batch
+    from imgbench.gpu.ops import GpuDecoder, decode_batch, jpeg_batch
 
     device = torch.device(params["device"])
     batch = int(params["batch_size"])
-    encoded = _jpeg_batch(ctx, batch)
+    encoded = jpeg_batch(ctx, batch)
     close: Callable[[], None] | None = None
     if device.type == "cuda":
         torch.cuda.init()  # torch's CUDA first, then the decoder's library
@@ -342,11 +332,11 @@ def _augment_workload(ctx: CaseContext, params: dict[str, Any]) -> Workload:
     import torch
 
     from imgbench.gpu.device import synchronize
-    from imgbench.gpu.ops import GpuAugment, decode_batch
+    from imgbench.gpu.ops import GpuAugment, decode_batch, jpeg_batch
 
     device = torch.device(params["device"])
     batch = int(params["batch_size"])
-    images = [im.to(device) for im in decode_batch(_jpeg_batch(ctx, batch), "cpu")]
+    images = [im.to(device) for im in decode_batch(jpeg_batch(ctx, batch), "cpu")]
     augment = GpuAugment(params["per"], params.get("augment_library", "v2"))
 
     def run(_item: object) -> None:

@@ -115,9 +115,9 @@ def prepare_feed(ctx: CaseContext, case: Case) -> Workload:
         else "the step's wall time (CPU: synchronous)",
     )
     if feed.decode is not None and FEEDS[params["feed"]].gpu_decoder != "nvjpeg":
-        from imgbench.gpu.cases import _jpeg_batch
+        from imgbench.gpu.ops import jpeg_batch
 
-        feed.decode(_jpeg_batch(ctx, 1))  # decodes on the host: NoGpuDecoderError, a skip
+        feed.decode(jpeg_batch(ctx, 1))  # decodes on the host: NoGpuDecoderError, a skip
     run.start()
     problem = step.check(*feed.last[:2]) if feed.last is not None else "no batch"
     if problem:

@@ -7,10 +7,14 @@ from __future__ import annotations
 import functools
 import time
 from collections.abc import Callable, Sequence
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from imgbench.augment import spec
 from imgbench.loaders.base import Batch
+from imgbench.measure.errors import Skip
+
+if TYPE_CHECKING:
+    from imgbench.measure.context import CaseContext
 
 Per = Literal["image", "batch"]
 AugmentLibrary = Literal["v2", "kornia"]
@@ -26,6 +30,14 @@ def decode_batch(encoded: Sequence[Any], device: Any) -> list[Any]:
     dev = torch.device(device)
     images = decode_jpeg(list(encoded), mode=ImageReadMode.RGB, device=dev)
     return list(images)
+
+
+def jpeg_batch(ctx: CaseContext, count: int) -> list[Any]:
+    """``count`` of the dataset's JPEG files as encoded tensors (cycling through them)."""
+    entries = [e for e in ctx.entries() if e.codec == "jpeg"]
+    if not entries:
+        raise Skip(f"dataset {ctx.dataset.name} has no JPEG images")
+    return [encoded_tensor(ctx.path(entries[i % len(entries)]).read_bytes()) for i in range(count)]
 
 
 def encoded_tensor(data: bytes) -> Any:
