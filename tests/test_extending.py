@@ -187,6 +187,8 @@ def test_toy_libraries_of_every_stage_are_collected_verified_and_run(
             f"--dataset={tiny_dataset}",
             f"--results={results}",
             "--name=toy",
+            "--",
+            "--imgbench-process=in-process",  # correctness: no worker server to start and fork
         ],
         cwd=ROOT,
         env=env,
