@@ -166,8 +166,9 @@ def run(
         env_name,
         with_envs,
         measure=measure,
-        # with --disk the whole run is on that disk already; a Ray node sets up no disks
-        with_disks=disk == "none" and ray_address is None,
+        # with --disk the whole run is on that disk already; a Ray node sets up no disks; an
+        # --env run measures that environment's cases (lab/repeatability.py: --env main -k loader)
+        with_disks=disk == "none" and ray_address is None and env_name is None,
     )
     sessions = _drop_unavailable_disks(sessions)
     started = time.time()
