@@ -7,7 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from imgbench.measure.cache import evict_and_check, resident_fraction, warm
+from imgbench.measure.cache import (
+    evict_and_check,
+    reads_in_flight,
+    resident_fraction,
+    settle,
+    warm,
+)
 
 
 def _files(folder: Path, n: int = 4, size: int = 256 * 1024) -> list[Path]:
@@ -53,3 +59,16 @@ def test_empty_file_counts_as_nothing_resident(tmp_path: Path) -> None:
     empty = tmp_path / "empty"
     empty.write_bytes(b"")
     assert resident_fraction([empty]) == 0.0
+
+
+def test_the_disk_under_a_file_reports_its_reads_in_flight(tmp_path: Path) -> None:
+    """A cold round waits for the last round's read-ahead to land before it evicts (on a
+    throttled HDD it landed after the eviction and warmed every other LMDB round): that wait
+    needs the device's in-flight count, found from the file's st_dev in /proc/diskstats."""
+    path = tmp_path / "data.bin"
+    path.write_bytes(os.urandom(1 << 16))
+    pending = reads_in_flight(path)
+    if pending is None:
+        pytest.skip(f"{tmp_path} is on no block device /proc/diskstats lists (tmpfs, overlay)")
+    assert pending >= 0
+    assert settle(path, limit_s=2.0) < 2.0  # nothing of ours in flight: it returns

@@ -12,6 +12,7 @@ import ctypes
 import ctypes.util
 import mmap
 import os
+import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -65,6 +66,38 @@ def resident_fraction(paths: Iterable[Path]) -> float:
         resident += r
         total += t
     return resident / total if total else 0.0
+
+
+SETTLE_S = 5.0  # the longest a cold round waits for the device's reads in flight to finish
+
+
+def reads_in_flight(path: Path) -> int | None:
+    """I/Os in progress on the block device holding ``path`` (``/proc/diskstats``), or None when
+    the kernel does not say (no such device, not Linux)."""
+    dev = Path(path).stat().st_dev
+    try:
+        name = Path(f"/sys/dev/block/{os.major(dev)}:{os.minor(dev)}").resolve().name
+        lines = Path("/proc/diskstats").read_text().splitlines()
+    except OSError:
+        return None
+    for line in lines:
+        parts = line.split()
+        if len(parts) >= 12 and parts[2] == name:
+            return int(parts[11])
+    return None
+
+
+def settle(path: Path, limit_s: float = SETTLE_S) -> float:
+    """Wait until the device holding ``path`` has no I/O in flight: a read-ahead a reader started
+    in the last round, still queued on a slow (or throttled) disk, would otherwise land in the
+    page cache after the eviction and warm the next round. Returns the seconds waited."""
+    start = time.perf_counter()
+    while time.perf_counter() - start < limit_s:
+        pending = reads_in_flight(path)
+        if not pending:
+            break
+        time.sleep(0.005)
+    return time.perf_counter() - start
 
 
 def evict(paths: Iterable[Path]) -> None:
@@ -155,6 +188,8 @@ class CacheControl:
             return
         if self.reopen is not None:
             self.reopen[0]()
+        if self.files:
+            settle(self.files[0])
         check = evict_and_check(self.files)
         self.worst_resident = max(self.worst_resident, check.resident_after)
         if not check.ok:
