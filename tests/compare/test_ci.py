@@ -111,9 +111,11 @@ def test_ci_counts_instructions_and_names_the_case_that_did_more_work(
         assert rows["images_per_s_median"].isna().all()  # no timed rounds, no throughput
         assert (rows["instructions_per_image"] > 10_000).all()
         assert (rows["estimated_cycles_per_image"] >= rows["instructions_per_image"]).all()
-    # A/A': the same code in another checkout and process counts the same
+    # A/A': the same code in another checkout and process counts the same, within the spread an
+    # unchanged case showed (docs/regression.md: 90th percentile 0.15%, largest 0.84% outside Parquet;
+    # OpenCV read 0.245% once), far under the gate's 5%
     assert head.loc["opencv", "instructions_per_image"] == pytest.approx(
-        base.loc["opencv", "instructions_per_image"], rel=0.002
+        base.loc["opencv", "instructions_per_image"], rel=0.01
     )
     ratio = (
         head.loc["pillow", "instructions_per_image"] / base.loc["pillow", "instructions_per_image"]
