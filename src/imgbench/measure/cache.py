@@ -71,20 +71,30 @@ def resident_fraction(paths: Iterable[Path]) -> float:
 SETTLE_S = 5.0  # the longest a cold round waits for the device's reads in flight to finish
 
 
-def reads_in_flight(path: Path) -> int | None:
-    """I/Os in progress on the block device holding ``path`` (``/proc/diskstats``), or None when
-    the kernel does not say (no such device, not Linux)."""
+def _block_device(path: Path) -> str | None:
+    """The name /proc/diskstats gives the block device holding ``path`` (None: not one)."""
     dev = Path(path).stat().st_dev
+    link = Path(f"/sys/dev/block/{os.major(dev)}:{os.minor(dev)}")
+    return link.resolve().name if link.exists() else None
+
+
+def _in_flight(device: str) -> int | None:
     try:
-        name = Path(f"/sys/dev/block/{os.major(dev)}:{os.minor(dev)}").resolve().name
         lines = Path("/proc/diskstats").read_text().splitlines()
     except OSError:
         return None
     for line in lines:
         parts = line.split()
-        if len(parts) >= 12 and parts[2] == name:
+        if len(parts) >= 12 and parts[2] == device:
             return int(parts[11])
     return None
+
+
+def reads_in_flight(path: Path) -> int | None:
+    """I/Os in progress on the block device holding ``path`` (``/proc/diskstats``), or None when
+    the kernel does not say (no such device, not Linux)."""
+    device = _block_device(path)
+    return _in_flight(device) if device else None
 
 
 def settle(path: Path, limit_s: float = SETTLE_S) -> float:
@@ -92,10 +102,8 @@ def settle(path: Path, limit_s: float = SETTLE_S) -> float:
     in the last round, still queued on a slow (or throttled) disk, would otherwise land in the
     page cache after the eviction and warm the next round. Returns the seconds waited."""
     start = time.perf_counter()
-    while time.perf_counter() - start < limit_s:
-        pending = reads_in_flight(path)
-        if not pending:
-            break
+    device = _block_device(path)  # found once; its counter is polled
+    while device and time.perf_counter() - start < limit_s and _in_flight(device):
         time.sleep(0.005)
     return time.perf_counter() - start
 
