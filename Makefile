@@ -35,7 +35,7 @@ MXNET_ENV := .venvs/mxnet/.imgbench-env-built
 # other jobs ran). make test goes on when its build fails: its tests skip, naming the command
 AX_ENV := .venvs/albumentationsx/.imgbench-env-built
 
-.PHONY: setup bench test test-envs test-parallel lint format clean-results mosaic-env mosaic-env-or-skip \
+.PHONY: setup bench test test-envs test-parallel static-checks lint format clean-results mosaic-env mosaic-env-or-skip \
   mxnet-env mxnet-env-or-skip albumentationsx-env albumentationsx-env-or-skip
 
 setup: $(STAMP)
@@ -99,11 +99,16 @@ TEST_ENVS := $(TF_ENV) mosaic-env-or-skip mxnet-env-or-skip albumentationsx-env-
 test-envs: setup
 	@$(MAKE) --no-print-directory -j4 $(TEST_ENVS)
 
-test: test-envs
+# ruff and mypy run while the isolated environments build (pip's downloads and unpacking leave a
+# core free); the tests start when all of them are done
+test: setup
+	@$(MAKE) --no-print-directory -j5 $(TEST_ENVS) static-checks
+	$(VENV)/bin/pytest tests/ -p no:cacheprovider --durations=25 --timeout=900
+
+static-checks: setup
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	scripts/typecheck.sh $(VENV)/bin/mypy
-	$(VENV)/bin/pytest tests/ -p no:cacheprovider --durations=25 --timeout=900
 
 # the same tests in two phases: those that may share the CPU on two pytest-xdist workers (a module
 # per worker), then the timing-sensitive ones alone (SERIAL in tests/conftest.py). Not CI's: on this
