@@ -1,9 +1,16 @@
-"""Real photos (skimage.data ships them offline) and a harness context to build loaders from."""
+"""Real photos (skimage.data ships them offline), a harness context to build loaders from, and
+the tensorflow environment's one bench session."""
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
+import pandas as pd
 import pytest
 
 from imgbench.measure.context import CaseContext
@@ -40,3 +47,69 @@ def photo_dir_48(tmp_path_factory: pytest.TempPathFactory, photo_dir: Path) -> P
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(path, target)
     return root
+
+
+@dataclass(frozen=True)
+class TensorflowSession:
+    """What the tensorflow environment's one bench session left: its rows, and the task probe's
+    findings (tests/loaders/tf_tasks_probe.py ran in the same interpreter after the cases)."""
+
+    rows: pd.DataFrame
+    probe: dict[str, Any]
+
+
+@pytest.fixture(scope="session")
+def tf_session(tmp_path_factory: pytest.TempPathFactory, photo_dir_48: Path) -> TensorflowSession:
+    """The default profile's tf.data and Keras rows in the tensorflow env, measured in the
+    session's process (correctness: the worker server is the main env's, tests/measure/), then
+    the task probe: one TensorFlow start for tests/loaders/test_tensorflow_env.py and
+    tests/loaders/test_tf_tasks.py (each had its own, about 10 s of CPU)."""
+    from imgbench.envs import env_dir
+    from imgbench.paths import repo_root
+
+    root = repo_root()
+    assert root is not None
+    python = env_dir("tensorflow", root) / "bin" / "python"
+    if not python.exists():
+        pytest.skip("tensorflow env not built here (`imgbench env create tensorflow`)")
+    out = tmp_path_factory.mktemp("tf-loaders")
+    probe_file = out / "probe.json"
+    proc = subprocess.run(
+        [
+            str(python),
+            "-m",
+            "pytest",
+            "-p",
+            "no:cacheprovider",
+            "-p",
+            "tests.loaders.tf_tasks_probe",
+            str(root / "benches" / "bench_loaders.py"),
+            "--imgbench-env=tensorflow",
+            "--imgbench-profile=default",
+            "--imgbench-rounds=3",
+            "--imgbench-set=loader_rounds=2",  # the profile's rows, checked; not timed well
+            "--imgbench-set=warmup_rounds=0",
+            "--imgbench-process=in-process",
+            f"--dataset={photo_dir_48}",  # the default profile's batches are 32
+            f"--imgbench-results={out / 'results'}",
+            "-k",
+            # every kind of row the default profile runs here, less the task rows whose loader
+            # the probe checks on real files already (Keras's segmentation pools, tf.data's
+            # segmentation from TFRecord): ~30 s less
+            "(tf-data or keras) and not segmentation+threads and not segmentation+processes"
+            " and not tfrecord-tensorflow-tensorflow-segmentation",
+        ],
+        cwd=out,
+        env={
+            **os.environ,
+            "PYTHONPATH": os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")]),
+            "IMGBENCH_TEST_TF_PROBE": str(probe_file),
+        },
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    (parquet,) = (out / "results").glob("*.parquet")
+    return TensorflowSession(pd.read_parquet(parquet), json.loads(probe_file.read_text()))

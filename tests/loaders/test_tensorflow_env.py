@@ -8,58 +8,18 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-from pathlib import Path
 
 import pandas as pd
 import pytest
 
-from imgbench.envs import env_dir
-from imgbench.paths import repo_root
-
-ROOT = repo_root()
-BENCHES = Path(__file__).resolve().parents[2] / "benches"
+from tests.loaders.conftest import TensorflowSession
 
 
 @pytest.fixture(scope="module")
-def tf_rows(tmp_path_factory: pytest.TempPathFactory, photo_dir_48: Path) -> pd.DataFrame:
-    assert ROOT is not None
-    python = env_dir("tensorflow", ROOT) / "bin" / "python"
-    if not python.exists():
-        pytest.skip("tensorflow env not built here (`imgbench env create tensorflow`)")
-    out = tmp_path_factory.mktemp("tf-loaders")
-    dataset = photo_dir_48  # the default profile's batches are 32
-    proc = subprocess.run(
-        [
-            str(python),
-            "-m",
-            "pytest",
-            "-p",
-            "no:cacheprovider",
-            str(BENCHES / "bench_loaders.py"),
-            "--imgbench-env=tensorflow",
-            "--imgbench-profile=default",
-            "--imgbench-rounds=3",
-            "--imgbench-set=loader_rounds=2",  # the profile's rows, checked; not timed well
-            "--imgbench-set=warmup_rounds=0",
-            f"--dataset={dataset}",
-            f"--imgbench-results={out / 'results'}",
-            "-k",
-            # every kind of row the default profile runs here, less the task rows whose loader
-            # the probe of tests/loaders/test_tf_tasks.py checks on real files already (Keras's
-            # segmentation pools, tf.data's segmentation from TFRecord): ~30 s less
-            "(tf-data or keras) and not segmentation+threads and not segmentation+processes"
-            " and not tfrecord-tensorflow-tensorflow-segmentation",
-        ],
-        cwd=out,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    (parquet,) = (out / "results").glob("*.parquet")
-    return pd.read_parquet(parquet)
+def tf_rows(tf_session: TensorflowSession) -> pd.DataFrame:
+    """The rows of the env's one bench session (tests/loaders/conftest.py; skipped where the env
+    is not built)."""
+    return tf_session.rows
 
 
 def test_tf_data_from_files_and_tfrecord_and_keras(tf_rows: pd.DataFrame) -> None:

@@ -1,43 +1,27 @@
 """tf.data on tasks and on PNG, for real in the tensorflow env (tests/loaders/tf_tasks_probe.py
-runs there): the segmentation recipe from the pairs' files and from TFRecord, JPEG and PNG
-images, palette and colour masks; a PNG classification pool; a mask colour not in the table.
-Skipped where the env is not built, as tests/loaders/test_tensorflow_env.py is."""
+runs in its one bench session, after the cases of tests/loaders/test_tensorflow_env.py): the
+segmentation recipe from the pairs' files and from TFRecord, JPEG and PNG images, palette and
+colour masks; a PNG classification pool; a mask colour not in the table. Skipped where the env
+is not built, as tests/loaders/test_tensorflow_env.py is."""
 
 from __future__ import annotations
 
-import json
 import os
-import subprocess
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from imgbench.augment.tasks import N_CLASSES
-from imgbench.envs import env_dir
 from imgbench.loaders.registry import get_loader, pipeline_config
-
-ROOT = Path(__file__).resolve().parents[2]
+from tests.loaders.conftest import TensorflowSession
 
 
 @pytest.fixture(scope="module")
-def probed(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    python = env_dir("tensorflow", ROOT) / "bin" / "python"
-    if not python.exists():
-        pytest.skip("tensorflow env not built here (`imgbench env create tensorflow`)")
-    work = tmp_path_factory.mktemp("tf-tasks")
-    done = subprocess.run(
-        [str(python), "-m", "tests.loaders.tf_tasks_probe", str(work)],
-        cwd=ROOT,
-        env={**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT)])},
-        capture_output=True,
-        text=True,
-        timeout=240,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    found: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
-    return found
+def probed(tf_session: TensorflowSession) -> dict[str, Any]:
+    """What the probe found, run in the env's one bench session after its cases
+    (tests/loaders/conftest.py; skipped where the env is not built)."""
+    assert "probe_error" not in tf_session.probe, tf_session.probe["probe_error"]
+    return tf_session.probe
 
 
 @pytest.mark.parametrize("source", ["files-jpeg", "tfrecord-jpeg", "files-png", "tfrecord-png"])

@@ -2,15 +2,20 @@
 first batch on synthetic pairs (segmentation from files and from TFRecord, JPEG and PNG images)
 and on a PNG classification pool, Keras's on crop-ocr (inline, threads, processes) and on
 segmentation (processes on JPEG pairs, threads on PNG pairs, colour masks), checked
-as the loader stage checks it; prints one JSON line.
+as the loader stage checks it.
 
-Usage: ``python -m tests.loaders.tf_tasks_probe WORKDIR``.
+A pytest plugin of the tensorflow environment's bench session (``-p tests.loaders.tf_tasks_probe``,
+tests/loaders/conftest.py): once the session's cases are done, the probe runs in the same
+interpreter (one TensorFlow start instead of two) and writes its JSON to the file named by
+``$IMGBENCH_TEST_TF_PROBE``. ``python -m tests.loaders.tf_tasks_probe WORKDIR`` prints it instead.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import sys
+import traceback
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +31,7 @@ from imgbench.loaders.pipeline import FileSource, HeadsSource, PairSource, Sampl
 from imgbench.loaders.registry import pipeline_config
 
 BATCH = 4
+OUT_ENV = "IMGBENCH_TEST_TF_PROBE"
 
 
 def first_batch(source: Any, name: str) -> dict[str, Any]:
@@ -82,7 +88,7 @@ def pair_source(root: Path) -> PairSource:
     )
 
 
-def main(work: Path) -> None:
+def probe(work: Path) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for kind, masks in (("jpeg", "palette"), ("png", "rgb")):
         root = work / f"pairs-{kind}"
@@ -117,8 +123,20 @@ def main(work: Path) -> None:
     out["keras-segmentation-threads"] = keras_first_batch(
         pairs_png, 2, "threads", "pillow-segmentation"
     )
-    print(json.dumps(out))
+    return out
+
+
+def pytest_sessionfinish() -> None:
+    """After the bench session's cases: the probe, its error (a traceback) if it raised."""
+    target = Path(os.environ[OUT_ENV])
+    work = target.with_name("tf-tasks-probe")
+    work.mkdir()
+    try:
+        found = probe(work)
+    except Exception:  # the probe's tests show it; the session's rows stay valid
+        found = {"probe_error": traceback.format_exc()}
+    target.write_text(json.dumps(found))
 
 
 if __name__ == "__main__":
-    main(Path(sys.argv[1]))
+    print(json.dumps(probe(Path(sys.argv[1]))))
