@@ -1,5 +1,6 @@
 """MXNet's ImageRecordIter (the mxnet-recordio loader), run for real in the mxnet env: the rows of
-a bench session there, its first batch through the loader checks, bad files named without a hang.
+a bench session there, its first batch through the loader checks, bad files named without a hang
+(tests/loaders/mxnet_probe.py, in the same session).
 
 The env is built by `make test` and `make bench` (`imgbench env create mxnet`); where it is
 missing the tests that need it skip with that command as the reason.
@@ -8,8 +9,10 @@ missing the tests that need it skip with that command as the reason.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import pytest
@@ -68,10 +71,29 @@ def test_a_jpeg_cut_short_and_the_content_kind_are_told() -> None:
     assert content_kind(b"") is None
 
 
+def _bad_files(folder: Path) -> Path:
+    """A truncated JPEG, a zero-byte file, text and a PNG, each named .jpg, in a class folder."""
+    from tests.readers.images import photo_bytes
+
+    jpeg = photo_bytes("coffee", "jpeg")
+    bad = folder / "class_1"
+    bad.mkdir(parents=True)
+    (bad / "truncated.jpg").write_bytes(jpeg[: len(jpeg) // 2])
+    (bad / "empty.jpg").write_bytes(b"")
+    (bad / "text.jpg").write_bytes(b"this is not an image")
+    (bad / "really-a-png.jpg").write_bytes(photo_bytes("coffee", "png"))
+    return bad
+
+
 @pytest.fixture(scope="module")
-def mx_rows(tmp_path_factory: pytest.TempPathFactory, photo_dir_48: Path) -> pd.DataFrame:
+def mx_session(
+    tmp_path_factory: pytest.TempPathFactory, photo_dir_48: Path, photo_dir: Path
+) -> dict[str, Any]:
+    """The env's one bench session: its rows, then the bad-files probe
+    (tests/loaders/mxnet_probe.py) in the same interpreter once the cases are done."""
     python = _python()
     out = tmp_path_factory.mktemp("mxnet-loaders")
+    probe_file = out / "probe.json"
     proc = subprocess.run(
         [
             str(python),
@@ -79,10 +101,15 @@ def mx_rows(tmp_path_factory: pytest.TempPathFactory, photo_dir_48: Path) -> pd.
             "pytest",
             "-p",
             "no:cacheprovider",
+            "-p",
+            "tests.loaders.mxnet_probe",
             str(BENCHES / "bench_loaders.py"),
             "--imgbench-env=mxnet",
             "--imgbench-profile=default",
             "--imgbench-rounds=3",
+            # the profile's loader rows are 5 rounds after a warm-up: checked here, not timed
+            "--imgbench-set=loader_rounds=2",
+            "--imgbench-set=warmup_rounds=0",
             "--imgbench-process=in-process",  # correctness: no worker server to start in the env
             f"--dataset={photo_dir_48}",  # the default profile's batches are 32
             f"--imgbench-results={out / 'results'}",
@@ -90,6 +117,13 @@ def mx_rows(tmp_path_factory: pytest.TempPathFactory, photo_dir_48: Path) -> pd.
             "mxnet-recordio and not au",  # the AU row is planned (above), not run again here
         ],
         cwd=out,
+        env={
+            **os.environ,
+            "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
+            "IMGBENCH_TEST_MX_PHOTOS": str(photo_dir),
+            "IMGBENCH_TEST_MX_BAD": str(_bad_files(out / "bad")),
+            "IMGBENCH_TEST_MX_PROBE": str(probe_file),
+        },
         capture_output=True,
         text=True,
         timeout=600,
@@ -97,7 +131,13 @@ def mx_rows(tmp_path_factory: pytest.TempPathFactory, photo_dir_48: Path) -> pd.
     )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     (parquet,) = (out / "results").glob("*.parquet")
-    return pd.read_parquet(parquet)
+    return {"rows": pd.read_parquet(parquet), "probe": json.loads(probe_file.read_text())}
+
+
+@pytest.fixture(scope="module")
+def mx_rows(mx_session: dict[str, Any]) -> pd.DataFrame:
+    rows: pd.DataFrame = mx_session["rows"]
+    return rows
 
 
 def test_rows_are_ok_and_their_first_batch_passes_the_checks(mx_rows: pd.DataFrame) -> None:
@@ -125,62 +165,10 @@ def test_the_rec_is_written_by_mxnet_and_removed(mx_rows: pd.DataFrame) -> None:
     assert extra["workers_left_after_reap"] == []
 
 
-_BAD_FILES_SCRIPT = """
-import json, sys
-from pathlib import Path
-from imgbench.loaders import mxnet_recordio
-from imgbench.loaders.base import LoaderError, deadline
-from imgbench.loaders.checks import check_batch, expectation
-from imgbench.loaders.pipeline import FileSource, SamplePipeline
-from imgbench.loaders.registry import pipeline_config
-
-config = pipeline_config("mxnet-recordio")
-params = {"batch_size": 8, "workers": 2}
-
-def loader_of(paths):
-    labels = [0 if "class_0" in str(p) else 1 for p in paths]
-    return mxnet_recordio.build(SamplePipeline(FileSource(paths, labels), config), params)
-
-photos = sorted(str(p) for p in Path(sys.argv[1]).rglob("*.jpg"))
-bad = sorted(str(p) for p in Path(sys.argv[2]).iterdir())
-loader = loader_of(photos + bad)
-with deadline(60, "mxnet-recordio with bad files"):
-    first = next(loader.batches())
-problem = check_batch(first, expectation(config, 8, [0, 1]))
-result = {"check": problem or "pass", "skipped": loader.extra["recordio_skipped"],
-          "by_content": loader.extra["recordio_named_by_content"],
-          "records": loader.extra["recordio_records"]}
-loader.close()
-try:
-    with deadline(60, "mxnet-recordio, bad files only"):
-        loader_of(bad)
-    result["all_bad"] = "no error"
-except LoaderError as exc:
-    result["all_bad"] = str(exc)
-print(json.dumps(result))
-"""
-
-
-def test_bad_files_are_named_and_left_out_without_a_hang(photo_dir: Path, tmp_path: Path) -> None:
-    python = _python()
-    from tests.readers.images import photo_bytes
-
-    jpeg = photo_bytes("coffee", "jpeg")
-    bad = tmp_path / "class_1"
-    bad.mkdir()
-    (bad / "truncated.jpg").write_bytes(jpeg[: len(jpeg) // 2])
-    (bad / "empty.jpg").write_bytes(b"")
-    (bad / "text.jpg").write_bytes(b"this is not an image")
-    (bad / "really-a-png.jpg").write_bytes(photo_bytes("coffee", "png"))
-    proc = subprocess.run(
-        [str(python), "-c", _BAD_FILES_SCRIPT, str(photo_dir), str(bad)],
-        capture_output=True,
-        text=True,
-        timeout=240,
-        check=False,
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    result = json.loads(proc.stdout.strip().splitlines()[-1])
+def test_bad_files_are_named_and_left_out_without_a_hang(mx_session: dict[str, Any]) -> None:
+    """Sixteen photos and four bad files (_bad_files), through the loader in the env's session."""
+    result = mx_session["probe"]
+    assert "probe_error" not in result, result["probe_error"]
     assert result["check"] == "pass"
     names = sorted(Path(item.split(": ", 1)[0]).name for item in result["skipped"])
     assert names == ["empty.jpg", "text.jpg", "truncated.jpg"], result["skipped"]
@@ -191,4 +179,4 @@ def test_bad_files_are_named_and_left_out_without_a_hang(photo_dir: Path, tmp_pa
     assert [Path(item.split(": ")[0]).name for item in result["by_content"]] == ["really-a-png.jpg"]
     assert "fewer than one batch" in result["all_bad"]
     assert all(name in result["all_bad"] for name in names), result["all_bad"]
-    assert "left out" in proc.stderr  # the skipped files are named on stderr too
+    assert "left out" in result["stderr"]  # the skipped files are named on stderr too
