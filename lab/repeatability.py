@@ -5,14 +5,22 @@ whether each run's pick is the same configuration, or its equivalent set contain
 
 runs `imgbench run --profile P --env main --name repeat-I -- -k EXPR` N times (never two at once;
 each ends with its head-to-head final), then prints each run's pick, its figure and interval,
-its equivalent set, and the agreement: the most frequent pick P, and in how many runs the pick is
-P or P is in the run's equivalent set. docs/final.md quotes the figure; lab/journal.md logs runs.
+its equivalent set, and the agreement: the pick P that the most runs agree on, and in how many
+runs the pick is P or P is in the run's equivalent set. docs/final.md quotes the figure;
+lab/journal.md logs runs.
+
+    .venv/bin/python lab/repeatability.py --refinal --out /tmp/repeat
+
+holds each earlier run's final again with today's code (its matrix rows copied to
+OUT/refinal/run-I, the old final left out), one after another, and prints the same summary: a
+change to the final's choice of candidates is checked on the same five screens.
 """
 
 from __future__ import annotations
 
 import argparse
 import collections
+import shutil
 import subprocess
 import sys
 import time
@@ -60,10 +68,46 @@ def pick_of(frame: pd.DataFrame, run: str, minutes: float) -> RunPick | None:
 
 
 def agreement(picks: list[RunPick]) -> tuple[str, int]:
-    """The most frequent pick, and in how many runs the pick is it or the set contains it."""
-    modal, _ = collections.Counter(p.case_id for p in picks).most_common(1)[0]
-    agree = sum(p.case_id == modal or modal in p.equivalent for p in picks)
-    return modal, agree
+    """The pick most runs agree on (it is their pick, or their equivalent set contains it; the
+    more frequent pick first among equals), and in how many runs."""
+    counts = collections.Counter(p.case_id for p in picks)
+
+    def agree(case_id: str) -> int:
+        return sum(p.case_id == case_id or case_id in p.equivalent for p in picks)
+
+    best = max(counts, key=lambda case_id: (agree(case_id), counts[case_id]))
+    return best, agree(best)
+
+
+def refinal(out: Path, profile: str, dataset: str | None) -> list[Path]:
+    """Copy each run's matrix rows (no final) to OUT/refinal/run-I and hold its final again."""
+    folders: list[Path] = []
+    for source in sorted(out.glob("run-*"), key=lambda p: int(p.name.split("-")[1])):
+        target = out / "refinal" / source.name
+        if target.exists():
+            shutil.rmtree(target)
+        target.mkdir(parents=True)
+        for parquet in source.glob("*.parquet"):
+            if "-final-" not in parquet.name:
+                shutil.copy2(parquet, target / parquet.name)
+        index = source.name.split("-")[1]
+        command = [
+            sys.executable,
+            "-m",
+            "imgbench.cli",
+            "final",
+            "--results",
+            str(target),
+            "--run",
+            f"repeat-{index}",
+            "--profile",
+            profile,
+            *(["--dataset", dataset] if dataset else []),
+        ]
+        print("$", " ".join(command), flush=True)
+        subprocess.call(command, cwd=ROOT)
+        folders.append(target)
+    return folders
 
 
 def main() -> int:
@@ -73,9 +117,23 @@ def main() -> int:
     parser.add_argument("--dataset", default=None)
     parser.add_argument("-k", dest="keyword", default="loader", help="pytest -k selection")
     parser.add_argument("--out", type=Path, default=Path("/tmp/imgbench-repeatability"))
+    parser.add_argument(
+        "--refinal", action="store_true", help="hold the finals of the runs in --out again"
+    )
     args = parser.parse_args()
     picks: list[RunPick] = []
-    for index in range(1, args.runs + 1):
+    if args.refinal:
+        for folder in refinal(args.out, args.profile, args.dataset):
+            number = folder.name.split("-")[1]
+            frame = load_results(folder).frame
+            frame = frame[frame["run_name"].fillna("").str.match(rf"^repeat-{number}(-final)?$")]
+            found = pick_of(frame, f"repeat-{number}", 0.0)
+            if found is not None:
+                picks.append(found)
+                print(
+                    f"run {number}: {found.pick}: {found.interval}; set of {len(found.equivalent)}"
+                )
+    for index in range(1, 0 if args.refinal else args.runs + 1):
         results = args.out / f"run-{index}"
         results.mkdir(parents=True, exist_ok=True)
         command = [
@@ -118,7 +176,7 @@ def main() -> int:
     if not picks:
         return 1
     modal, agree = agreement(picks)
-    print(f"\nthe most frequent pick: {modal}")
+    print(f"\nthe pick most runs agree on: {modal}")
     print(f"runs whose pick is it, or whose equivalent set contains it: {agree} of {len(picks)}")
     for p in picks:
         same = "same" if p.case_id == modal else ("in set" if modal in p.equivalent else "OTHER")

@@ -10,10 +10,13 @@ from pathlib import Path
 import pandas as pd
 from typer.testing import CliRunner
 
+from imgbench.answer.intervals import Interval
+from imgbench.answer.measured import Measured
+from imgbench.answer.rows import Configuration
 from imgbench.cli import app
 from imgbench.final.plan import FinalPlan
 from imgbench.final.run import PREFIX
-from imgbench.final.select import choose
+from imgbench.final.select import choose, leaner_plausible_ties
 from imgbench.profiles import get_profile
 from tests.shared_runs import SessionRun
 
@@ -34,8 +37,11 @@ def test_choose_takes_the_best_the_next_and_both_common_defaults(
     assert answer is not None and answer.best is not None
     ids = [c.case_id for c in selection.candidates]
     assert ids[0] == answer.best.case_id  # the pick, even when the set is larger than the room
-    # then the rest of the equivalent set and the next few, as far as room allows
+    # then the leaner plausible ties, the rest of the equivalent set and the next few, as far as
+    # room allows
     ranked = [answer.best.case_id]
+    ranked += [m.case_id for m in leaner_plausible_ties(answer.candidates)]
+    ranked = list(dict.fromkeys(ranked))
     ranked += [m.case_id for m in answer.equivalent if m.case_id not in ranked]
     ranked += [m.case_id for m in answer.candidates if m.case_id not in ranked]
     chosen = [c.case_id for c in selection.candidates if not c.why.startswith("common default")]
@@ -100,3 +106,44 @@ def test_imgbench_final_writes_interleaved_rows(quick_session: SessionRun, tmp_p
     assert len(orders) == plan.blocks
     assert all(sorted(order) == sorted(orders[0]) for order in orders)
     assert set(orders[0]) == {json.loads(e)["matrix_case_id"] for e in ok["extra_json"]}
+
+
+def _candidate(name: str, loader: str, images_per_s: float, mb: float, processes: int) -> Measured:
+    configuration = Configuration(
+        loader=loader,
+        workers=2,
+        format="files",
+        decoder="opencv/imdecode-rgb",
+        augment="albumentations/numpy",
+        recipe="train-classification",
+        knobs=(),
+        allocator="glibc",
+    )
+    half = 0.1 * images_per_s  # a 5-round screen's interval, about +-10% here
+    return Measured(
+        configuration,
+        images_per_s,
+        name,
+        "run",
+        mb * 1e6,
+        Interval(images_per_s, images_per_s - half, images_per_s + half),
+        processes=processes,
+    )
+
+
+def test_the_final_holds_the_leaner_plausible_ties_the_secondary_rule_would_pick() -> None:
+    """Five default runs: whichever in-process loader the 5-round screen ranked into the final
+    won the memory rule, so the pick moved with the screen's order. Every lean row that could
+    still tie now enters the final, whatever its screen rank."""
+    candidates = [
+        _candidate("dataloader-uint8", "torch-dataloader", 786, 523, 3),
+        _candidate("dataloader-simplejpeg", "torch-dataloader", 629, 520, 3),
+        _candidate("threadpool-4", "threadpool", 642, 545, 1),
+        _candidate("threadpool-2", "threadpool", 600, 432, 1),  # 24% below: may still tie
+        _candidate("queue-feeder", "queue-feeder", 698, 417, 1),
+        _candidate("threadpool-8", "threadpool", 500, 600, 1),  # 36% below: no final ties it
+    ]
+    lean = [m.case_id for m in leaner_plausible_ties(candidates)]
+    # the fewest processes (one) or within 10% of the least memory, among the plausible ties,
+    # fastest first; the worker-process loaders and the row too slow to tie stay out
+    assert lean == ["queue-feeder", "threadpool-4", "threadpool-2"]

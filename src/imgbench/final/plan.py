@@ -22,5 +22,5 @@ class FinalPlan(StagePlan):
     # candidates past the equivalent set: a screen of 5 rounds can rank a true winner a few places
     # down; the common default at 0 and at as many workers as cores always runs
     next_few: int = 3
-    max_candidates: int = 8  # the defaults included
+    max_candidates: int = 10  # the defaults included
     seed: int = 0  # the shuffles' seed: the same rows give the same order
