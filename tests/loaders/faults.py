@@ -71,18 +71,20 @@ def fault_cases(profile: Any) -> list[Any]:
     raises = functools.partial(cases.prepare_loader, wrap=RaisesOnIndex)
     hangs = functools.partial(cases.prepare_loader, wrap=HangsOnIndex)
     wrong_labels = functools.partial(cases.prepare_loader, wrap=ShiftsLabels)
-    # a hung case waits out its timeout (3x for the first batch): 2 s, not 3, took ~10 s off the
-    # module; a healthy 2-worker first batch of 8 photos arrives well within its 6 s
-    short = {"plan": plan, "batch_timeout_s": 2.0}
+    # a hung case waits out its timeout (its loader's own wait, or 3x for the first batch): 1 s,
+    # not 2 (about 1 s less a hung case; most of their time is their shutdown's own 5 s joins of
+    # the stuck worker). The others keep the default timeouts: their error or first batch comes
+    # without waiting for one, however busy the host.
+    hung = {"plan": plan, "batch_timeout_s": 1.0}
     return [
-        cases.loader_case("torch-dataloader", 2, prepare=raises, **short),
-        cases.loader_case("torch-dataloader", 0, prepare=raises, **short),
-        cases.loader_case("threadpool", 2, prepare=raises, **short),
-        cases.loader_case("torch-dataloader", 2, prepare=hangs, **short),
-        cases.loader_case("torch-dataloader", 0, prepare=hangs, **short),
-        cases.loader_case("queue-feeder", 2, prepare=hangs, **short),
-        cases.loader_case("threadpool", 1, prepare=hangs, **short),
-        cases.loader_case("torch-dataloader", 2, prepare=wrong_labels, **short),
+        cases.loader_case("torch-dataloader", 2, prepare=raises, plan=plan),
+        cases.loader_case("torch-dataloader", 0, prepare=raises, plan=plan),
+        cases.loader_case("threadpool", 2, prepare=raises, plan=plan),
+        cases.loader_case("torch-dataloader", 2, prepare=hangs, **hung),
+        cases.loader_case("torch-dataloader", 0, prepare=hangs, **hung),
+        cases.loader_case("queue-feeder", 2, prepare=hangs, **hung),
+        cases.loader_case("threadpool", 1, prepare=hangs, **hung),
+        cases.loader_case("torch-dataloader", 2, prepare=wrong_labels, plan=plan),
         cases.loader_case("torch-dataloader", 1, plan=plan),  # healthy: the suite went on
     ]
 
