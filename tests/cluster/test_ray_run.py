@@ -61,6 +61,9 @@ def test_each_node_measures_its_share_into_the_bucket_and_it_loads_everywhere(
             "test_read and jpeg-memory",
             "--",
             "--imgbench-rounds=1",
+            # each share's session measures in its own process: no worker server per node (the
+            # worker path is tests/measure/'s; here the shares, the bucket and the labels)
+            "--imgbench-process=in-process",
         ],
         env,
     )
@@ -129,6 +132,8 @@ def test_a_node_killed_mid_run_fails_its_own_cases_not_the_run(
             f"--ray={ray_cluster.address}",
             "-k",
             "test_read",
+            "--",
+            "--imgbench-process=in-process",  # the node's session itself dies with it
         ],
         {**toy_env, "HOME": str(ray_cluster.root / "home")},
     )

@@ -38,6 +38,7 @@ def test_a_session_writes_its_rows_into_the_bucket_and_compare_reads_them(
             f"--dataset={tiny_dataset}",
             "--imgbench-profile=quick",
             "--imgbench-rounds=2",
+            "--imgbench-process=in-process",  # the rows' way to the bucket, not the worker's
             f"--imgbench-results={prefix}",
             "-k",
             "pillow and jpeg-memory",
