@@ -1,9 +1,11 @@
 """One bench session on ``--imgbench-disk hdd`` (readers, formats and the DataLoader): its rows
-say so, cold reads come from the loop device, and it leaves nothing behind. A session that cannot
-set up its disk skips every case with why."""
+say so, cold reads come from the loop device, the format writes' rounds leave nothing set aside
+on the disk, and it leaves nothing behind. A session that cannot set up its disk skips every case
+with why."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -22,8 +24,8 @@ from tests.conftest import run_pytest
 from tests.shared_runs import BENCHES, REPO, write_photos
 
 REASON = unavailable_reason()
-# the cold reader and format rows and the 2-worker loader rows, in one session: a disk set up
-# (and the photos copied onto it) once instead of twice
+# the cold reader and format rows, the format writes and the 2-worker loader rows, in one
+# session: a disk set up (and the photos copied onto it) once
 PROFILE = """
 [tool.imgbench.profiles.disktest]
 base = "quick"
@@ -40,7 +42,7 @@ native = false
 batch_sizes = []
 
 [tool.imgbench.profiles.disktest.format]
-libraries = ["folder", "lmdb"]
+libraries = ["folder", "lmdb", "recordio"]
 storages = ["local"]
 caches = ["cold"]
 orders = ["shuffled"]
@@ -72,25 +74,30 @@ def _leftover_ids() -> set[str]:
 
 
 @pytest.fixture(scope="module")
-def hdd_run(tmp_path_factory: pytest.TempPathFactory) -> pd.DataFrame:
-    """The rows of the one session (it must pass); each test checks that nothing was left."""
+def hdd_session(tmp_path_factory: pytest.TempPathFactory) -> tuple[pd.DataFrame, dict]:
+    """The rows of the one session (it must pass), and what ``discard_probe`` saw at its end;
+    each test checks that nothing was left."""
     if REASON is not None:
         pytest.skip(f"emulated disk: {REASON}")
     tmp_path = tmp_path_factory.mktemp("hdd-session")
     dataset = write_photos(tmp_path / "photos")
     (tmp_path / "pyproject.toml").write_text(PROFILE)
+    probe = tmp_path / "discard-probe.json"
     proc = run_pytest(
         [
             str(BENCHES / "bench_readers.py"),
             str(BENCHES / "bench_formats.py"),
             str(BENCHES / "bench_loaders.py"),
             "-k",
-            # cold reads; the 2-worker loader rows (0 workers have no start method)
-            "cold or fork",
+            # cold reads; the format writes; the 2-worker loader rows (0 workers have no start
+            # method)
+            "cold or write or fork",
             f"--dataset={dataset}",
             "--imgbench-profile=disktest",
             "--imgbench-disk=hdd",
             f"--imgbench-results={tmp_path / 'results'}",
+            "-p",
+            "tests.storage.discard_probe",
         ],
         cwd=tmp_path,
         timeout=300,
@@ -98,15 +105,21 @@ def hdd_run(tmp_path_factory: pytest.TempPathFactory) -> pd.DataFrame:
             **os.environ,
             "PYTHONPATH": str(REPO),
             "IMGBENCH_PYPROJECT": str(tmp_path / "pyproject.toml"),
+            "DISCARD_PROBE_OUT": str(probe),
         },
     )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
     (parquet,) = (tmp_path / "results").glob("*.parquet")
-    return pd.read_parquet(parquet)
+    return pd.read_parquet(parquet), json.loads(probe.read_text())
+
+
+@pytest.fixture(scope="module")
+def hdd_run(hdd_session: tuple[pd.DataFrame, dict]) -> pd.DataFrame:
+    return hdd_session[0]
 
 
 def test_hdd_session_rows_and_nothing_left(hdd_run: pd.DataFrame) -> None:
-    frame = hdd_run[hdd_run["stage"] != "loader"]
+    frame = hdd_run[(hdd_run["stage"] != "loader") & (hdd_run["mode"] != "write")]
     assert set(frame["status"]) == {"ok"}, frame[["case_id", "reason"]].to_string()
     assert set(frame["stage"]) == {"read", "format"}
     assert set(frame["cache_state"]) == {"cold"}
@@ -119,6 +132,26 @@ def test_hdd_session_rows_and_nothing_left(hdd_run: pd.DataFrame) -> None:
         assert (frame["io_reads_per_s"] > 0).all()
     assert _leftover_ids() == set()
     assert not any(not r.owner_alive() for r in records())
+
+
+def test_write_rounds_leave_nothing_set_aside_on_the_emulated_disk(
+    hdd_session: tuple[pd.DataFrame, dict],
+) -> None:
+    """On the emulated disk each write round's output is deleted before the next round (a fresh
+    ext4 with a journal: a freed inode does not slow the next creations there), not set aside
+    until the session ends as on the real disk: set aside, the `disk` profile's write rounds
+    (warm-up, calibration, 10 rounds, re-timed ones) kept 11-26 copies of each 10 MB store and
+    filled its 1 GiB disk at the fourth format (RecordIO's write row failed with a
+    FileNotFoundError, its cold read and loader rows with ENOSPC)."""
+    frame, probe = hdd_session
+    writes = frame[frame["mode"] == "write"]
+    formats = {json.loads(p)["format"] for p in writes["params_json"]}
+    assert formats == {"folder", "lmdb", "recordio"}, writes[["case_id", "status"]].to_string()
+    assert set(writes["status"]) == {"ok"}, writes[["case_id", "reason"]].to_string()
+    assert set(writes["disk_profile"]) == {"hdd"}
+    assert "imgbench-disk-" in probe["stores"], probe  # the stores were on the emulated disk
+    assert probe["set_aside"] == [], probe
+    assert _leftover_ids() == set()
 
 
 def test_loader_rounds_read_the_emulated_disk_cold(hdd_run: pd.DataFrame) -> None:

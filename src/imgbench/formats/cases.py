@@ -143,9 +143,12 @@ def _prepare_write(ctx: CaseContext, case: Case) -> Workload:
     extra: dict[str, Any] = {"order": "sequential", "payload": spec.stores}
 
     def before_round() -> None:
-        ctx.discard(folder)  # not deleted: deleting slows the next round's file creations
+        ctx.discard(folder)  # set aside: deleting slows the next round's file creations
 
     def write_all(_: object) -> None:
+        # a round that fails leaves no report: close() then checks nothing, and the row names
+        # the round's error (a full disk's ENOSPC), not the missing output of an earlier round
+        last.pop("report", None)
         start = time.perf_counter()
         last["report"] = build_format(spec, root, entries, folder / "out")
         durations.append(time.perf_counter() - start)

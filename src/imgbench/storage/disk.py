@@ -135,7 +135,10 @@ def emulated_disk(
             with open(record.image, "wb") as image:
                 image.truncate(size_bytes)
             loop = _run("losetup", "--find", "--show", record.image)
-            _run("mkfs.ext4", "-q", "-F", "-E", "lazy_itable_init=0,lazy_journal_init=0", loop)
+            # with a journal (-j): what a case discards is deleted on it (CaseContext.discard)
+            _run(
+                "mkfs.ext4", "-q", "-F", "-j", "-E", "lazy_itable_init=0,lazy_journal_init=0", loop
+            )
             _run("mount", "-o", "noatime", loop, str(mount))
             rdev = Path(loop).stat().st_rdev
             device = f"{os.major(rdev)}:{os.minor(rdev)}"
