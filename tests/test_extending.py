@@ -159,6 +159,11 @@ raw_ceiling = false
 
 [tool.imgbench.profiles.toy.loader]
 libraries = ["toyloader"]
+
+# no head-to-head final after the session (quick holds one): nothing here reads its rows, and
+# tests/final/ checks it
+[tool.imgbench.profiles.toy.final]
+blocks = 0
 """
 
 

@@ -1,4 +1,5 @@
-"""`pytest benches/` as a user runs it: augment rows in parquet, agreement in every row."""
+"""Augment rows: `pytest benches/` as a user runs it (the shared quick run's rows in parquet), a
+batched case measured by the engine, and the agreement in every row."""
 
 from __future__ import annotations
 
@@ -8,27 +9,48 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from tests.conftest import run_pytest
+from imgbench.measure.manager import Manager
+from imgbench.measure.rounds import Measurement
+from imgbench.measure.rows import RunHeader, case_listing, case_row
+from imgbench.measure.settings import resolve
+from imgbench.profiles import ProfileChoice
+from imgbench.results.store import rows_table
+from imgbench.stages import session_cases
 from tests.shared_runs import SessionRun
-
-BENCH = Path(__file__).resolve().parents[2] / "benches" / "bench_augment.py"
 
 
 @pytest.fixture(scope="module")
-def batch_row(tmp_path_factory: pytest.TempPathFactory, tiny_dataset: Path) -> pd.DataFrame:
-    """One batched case of the default profile, in a session of its own: measured in the
-    session's process (the quick run's augment rows go through the worker server), which took
-    this session from about 18 s to 9 s here."""
-    out = tmp_path_factory.mktemp("augment-run")
-    batch = run_pytest(
-        [str(BENCH), f"--dataset={tiny_dataset}", f"--imgbench-results={out / 'results'}",
-         "--imgbench-profile=default", "--imgbench-rounds=2", "--imgbench-process=in-process",
-         "-k", "kornia and train-classification and 32 and t1"],
-        cwd=out,
-    )  # fmt: skip
-    assert batch.returncode == 0, batch.stdout[-3000:] + batch.stderr[-3000:]
-    (parquet,) = (out / "results").glob("*.parquet")
-    return pd.read_parquet(parquet)
+def batch_row(tiny_dataset: Path) -> pd.DataFrame:
+    """The default profile's kornia train-classification cases at a 320x320 input (the batch of
+    32 and its per-image twin: what ``-k "kornia and train-classification and 32 and t1"``
+    selected in the session this fixture ran before), measured by the engine's Manager in this
+    process and turned into rows as the plugin does: no pytest session of its own (the quick
+    run's augment rows are `pytest benches/` as a user runs it, through the worker server)."""
+    choice = ProfileChoice("default")
+    settings = resolve(choice.resolve(), {"rounds": 2, "process_model": "in-process"})
+    keywords = ("kornia", "train-classification", "32", "t1")
+    cases = [
+        c
+        for c in session_cases("augment", choice, settings)
+        if all(k in c.test_id for k in keywords)
+    ]
+    assert any(c.params.get("batch_size") == 32 for c in cases), [c.test_id for c in cases]
+    manager = Manager(settings, choice, str(tiny_dataset))
+    try:
+        outcomes = [(case, manager.measure(case)) for case in cases]
+        dataset = manager.context().dataset
+    finally:
+        manager.close()
+    rows = []
+    for case, outcome in outcomes:
+        assert isinstance(outcome, Measurement), (case.test_id, outcome)
+        listing = case_listing(case.test_id, case)
+        rows.append(
+            case_row(RunHeader("run", None, "run"), listing, case, outcome, "ok", None, 0.0,
+                     dataset, columns=outcome.columns, settings=settings)
+        )  # fmt: skip
+    rows_table(rows)  # every value fits its column's type, as in a saved row
+    return pd.DataFrame(rows)
 
 
 @pytest.fixture(scope="module")
