@@ -42,6 +42,18 @@ def test_the_profile_then_the_environment_then_the_overrides() -> None:
     assert resolve(QUICK, environ={}).rounds == QUICK.rounds
 
 
+def test_rounds_chosen_for_a_session_are_the_loaders_rounds_too() -> None:
+    """The default profile screens loaders with 5 rounds; ``--imgbench-rounds 3`` (or
+    ``$IMGBENCH_SETTINGS``) must time them 3, not 5, unless ``loader_rounds`` is chosen too."""
+    default = get_profile("default")
+    assert resolve(default, environ={}).for_stage("loader").rounds == 5
+    assert resolve(default, {"rounds": 3}, environ={}).for_stage("loader").rounds == 3
+    from_env = resolve(default, environ={SETTINGS_ENV: "rounds=2"})
+    assert from_env.for_stage("loader").rounds == 2
+    both = resolve(default, {"rounds": 3, "loader_rounds": 4}, environ={})
+    assert both.for_stage("loader").rounds == 4 and both.for_stage("read").rounds == 3
+
+
 def test_counting_instructions_runs_one_process_importing_what_it_selected() -> None:
     settings = resolve(QUICK, {"measure": "instructions", "processes": 3}, environ={})
     assert settings.processes == 1 and settings.worker_imports == "selected"

@@ -95,7 +95,8 @@ def resolve(
 ) -> Settings:
     """The profile's controls (its fields, then its ``settings`` table), then
     ``$IMGBENCH_WORKER_IMPORTS``, then ``$IMGBENCH_SETTINGS``,
-    then ``overrides`` (a ``None`` value keeps what came before); each checked against its field's type, and made consistent
+    then ``overrides`` (a ``None`` value keeps what came before; ``rounds`` chosen there, without
+    ``loader_rounds``, set the loaders' rounds too); each checked against its field's type, and made consistent
     (a count runs one process and imports only the selected cases' modules: torch alone costs a
     minute under callgrind)."""
     environ = os.environ if environ is None else environ
@@ -107,8 +108,13 @@ def resolve(
                 f"{WORKER_IMPORTS_ENV}={chosen!r}; known: {', '.join(WORKER_IMPORTS)}"
             )
         values["worker_imports"] = chosen
-    values.update(parse_assignments(environ.get(SETTINGS_ENV, "").split()))
-    values.update({k: v for k, v in (overrides or {}).items() if v is not None})
+    chosen_here = parse_assignments(environ.get(SETTINGS_ENV, "").split())
+    chosen_here.update({k: v for k, v in (overrides or {}).items() if v is not None})
+    if "rounds" in chosen_here and "loader_rounds" not in chosen_here:
+        # rounds chosen for this session (--imgbench-rounds) are every stage's: a profile's
+        # shorter loader screen yields to them
+        values["loader_rounds"] = 0
+    values.update(chosen_here)
     try:
         settings: Settings = override(Settings(), values, "settings")
     except ValueError as exc:
