@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pandas as pd
 from typer.testing import CliRunner
 
 from imgbench.cli import app
@@ -64,16 +65,21 @@ def test_imagefolder_pillow_torchvision_example(photos: Path, tmp_path: Path) ->
     assert "nan" not in shown.output  # null columns of profile rows print as blanks
 
 
+STEP = f"{PIPELINES}.tiny_step:train_step"
+
+
 def test_opencv_albumentations_example_with_a_python_list_index(
     photos: Path, tmp_path: Path
 ) -> None:
-    """The user's own DataLoader (1 worker) is one of the rows, and the advice names the list."""
+    """The user's own DataLoader (1 worker) is one of the rows, and the advice names the list.
+    Its AU phase feeds the user's own training step (``--step``): the step's rate and AU are
+    reported (was test_step.py's own profile of the Pillow example)."""
     results = tmp_path / "results"
     done = run_profile(
         [
             f"{PIPELINES}.cv2_albumentations:make_loader",
             *("--kw", f"root={photos}", "--kw", "workers=1", "--kw", "padding=20000"),
-            *("--workers", "0", "--no-readers", *QUICK),
+            *("--workers", "0", "--no-readers", "--step", STEP, *QUICK),
         ],
         results,
     )
@@ -89,6 +95,22 @@ def test_opencv_albumentations_example_with_a_python_list_index(
     assert "`paths` (20,024 entries)" in done.stdout  # the copy-on-access advice names it
     assert "keep indexes in NumPy arrays" in done.stdout
     assert not processes_mentioning(str(tmp_path))
+    _assert_the_step_is_reported(done.stdout, rows)
+
+
+def _assert_the_step_is_reported(out: str, rows: pd.DataFrame) -> None:
+    """`--step`: the user's step consumed each configuration's batches in the AU phase."""
+    assert "AU @ your step" in out
+    assert f"your step {STEP} at 0 workers:" in out and "on a cached batch (CPU)" in out
+    assert "such steps 90% busy" in out
+    for _, row in rows.iterrows():
+        x = extra(row)
+        assert row["status"] == "ok"
+        assert x["step"] == STEP and x["compute_kind"] == f"user step {STEP}"
+        assert x["step_images_per_s_cached"] > 0 and x["step_cuda"] is False
+        assert 0 < x["au"] <= 1.01 and x["au_batches"] >= 2
+        assert x["gpus_kept_at_90"] > 0
+        assert x["batch_parts"][0]["shape"] == [8, 3, 96, 96]
 
 
 USER_MODULE = """

@@ -5,56 +5,19 @@ the TensorFlow environment (skipped where it is not built, as tests/loaders/test
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
-import pytest
-
-from imgbench.envs import env_dir
 from imgbench.profiling.keras import SETTING
-from tests.profiling.conftest import (
-    PIPELINES,
-    QUICK,
-    REPO,
-    extra,
-    processes_mentioning,
-    read_rows,
-    run_profile,
-)
+from tests.profiling.conftest import extra, processes_mentioning, read_rows
 
-KERAS = [*QUICK, "--env", "tensorflow", "--no-readers"]
+TfProfiles = dict[str, tuple[subprocess.CompletedProcess[str], Path]]
 
 
-@pytest.fixture(scope="module", autouse=True)
-def tensorflow_env() -> None:
-    if not (env_dir("tensorflow", REPO) / "bin" / "python").exists():
-        pytest.skip("tensorflow env not built here (`imgbench env create tensorflow`)")
-
-
-def test_pydataset_swept_over_workers_and_multiprocessing(photos: Path, tmp_path: Path) -> None:
-    results = tmp_path / "results"
-    done = run_profile(
-        [
-            f"{PIPELINES}.keras_pydataset:make_dataset",
-            *(
-                "--kw",
-                f"root={photos}",
-                "--kw",
-                "workers=2",
-                "--kw",
-                "multiprocessing=True",
-                "--workers",
-                "0,2",
-                *KERAS,
-                # the pool's workers live one epoch: 1.5 s of stacks sometimes caught none of them
-                "--sample-seconds",
-                "3",
-            ),
-        ],
-        results,
-    )
+def test_pydataset_swept_over_workers_and_multiprocessing(tf_profiles: TfProfiles) -> None:
+    done, results = tf_profiles["keras-sweep"]  # workers 0,2 over the user's own 2 processes
     assert done.returncode == 0, done.stderr + done.stdout
     out = " ".join(done.stdout.split())  # rich wraps long lines
-    assert "/.venvs/tensorflow/bin/python -m imgbench.cli profile" in out
     assert "where the time goes" in out and "2 threads" in out and "2 processes (yours)" in out
     rows = read_rows(results)
     # 0 (inline) and 2 asked for, 2 as threads and as processes (the user's own)
@@ -90,18 +53,11 @@ def test_pydataset_swept_over_workers_and_multiprocessing(photos: Path, tmp_path
     assert extra(rows.iloc[1])["start_method"] == "threads"
     assert extra(rows.iloc[0])["start_method"] is None  # inline: no pool
     assert list(results.glob("*.speedscope.json"))
-    assert processes_mentioning(str(tmp_path)) == []
+    assert processes_mentioning(str(results.parent)) == []
 
 
-def test_pydataset_whose_batch_raises_is_a_failed_row(photos: Path, tmp_path: Path) -> None:
-    results = tmp_path / "results"
-    done = run_profile(
-        [
-            f"{PIPELINES}.keras_pydataset:make_dataset",
-            *("--kw", f"root={photos}", "--kw", "bad=True", "--workers", "0", *KERAS),
-        ],
-        results,
-    )
+def test_pydataset_whose_batch_raises_is_a_failed_row(tf_profiles: TfProfiles) -> None:
+    done, results = tf_profiles["keras-bad"]  # bad=True, workers 0
     assert done.returncode == 1, done.stderr + done.stdout
     rows = read_rows(results)
     assert list(rows["workers"]) == [0, 1] and set(rows["status"]) == {

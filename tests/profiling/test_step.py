@@ -3,14 +3,12 @@ on the CPU (no CUDA here: the step's wall time is its busy time)."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 import torch
 
 from imgbench.profiling.step import UserStep, load_step
 from imgbench.profiling.target import TargetError
-from tests.profiling.conftest import PIPELINES, extra, read_rows, run_profile
+from tests.profiling.conftest import PIPELINES
 
 STEP = f"{PIPELINES}.tiny_step:train_step"
 
@@ -41,29 +39,5 @@ def test_a_step_that_cannot_be_loaded_is_one_line(target: str, message: str) -> 
         load_step(target)
 
 
-def test_the_cli_reports_the_steps_rate_and_au_with_the_users_step(
-    photos: Path, tmp_path: Path
-) -> None:
-    results = tmp_path / "results"
-    done = run_profile(
-        [
-            f"{PIPELINES}.folder_pillow:make_dataset",
-            *("--kw", f"root={photos}", "--workers", "0", "--batch-size", "8"),
-            *("--step", STEP, "--seconds", "1", "--au-seconds", "1", "--sample-seconds", "0"),
-            "--no-readers",
-        ],
-        results,
-    )
-    assert done.returncode == 0, done.stderr + done.stdout
-    out = done.stdout
-    assert "AU @ your step" in out
-    assert f"your step {STEP} at 0 workers:" in out and "on a cached batch (CPU)" in out
-    assert "such steps 90% busy" in out
-    (row,) = [r for _, r in read_rows(results).iterrows()]
-    x = extra(row)
-    assert row["status"] == "ok"
-    assert x["step"] == STEP and x["compute_kind"] == f"user step {STEP}"
-    assert x["step_images_per_s_cached"] > 0 and x["step_cuda"] is False
-    assert 0 < x["au"] <= 1.01 and x["au_batches"] >= 2
-    assert x["gpus_kept_at_90"] > 0
-    assert x["batch_parts"][0]["shape"] == [8, 3, 96, 96]
+# The CLI with `--step` (the step's rate and AU in the output and the row) is checked on
+# test_cli.py::test_opencv_albumentations_example_with_a_python_list_index's profile.

@@ -4,6 +4,7 @@ TensorFlow environment (skipped where it is not built, as tests/loaders/test_ten
 from __future__ import annotations
 
 import importlib.util
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -19,27 +20,13 @@ from tests.profiling.conftest import (
     run_profile,
 )
 
-TF_PHASES = ["--seconds", "1", "--au-seconds", "0.5", "--env", "tensorflow"]
+TfProfiles = dict[str, tuple[subprocess.CompletedProcess[str], Path]]
 
 
-@pytest.fixture(scope="module", autouse=True)
-def tensorflow_env() -> None:
-    if not (env_dir("tensorflow", REPO) / "bin" / "python").exists():
-        pytest.skip("tensorflow env not built here (`imgbench env create tensorflow`)")
-
-
-def test_tf_data_pipeline_swept_over_its_thread_pool(photos: Path, tmp_path: Path) -> None:
-    results = tmp_path / "results"
-    done = run_profile(
-        [
-            f"{PIPELINES}.tf_data:make_dataset",
-            *("--kw", f"root={photos}", "--kw", "threads=3", "--workers", "1,2", *TF_PHASES),
-        ],
-        results,
-    )
+def test_tf_data_pipeline_swept_over_its_thread_pool(tf_profiles: TfProfiles) -> None:
+    done, results = tf_profiles["tf-data-sweep"]  # threads 1,2 over the pipeline's own 3
     assert done.returncode == 0, done.stderr + done.stdout
     out = " ".join(done.stdout.split())  # rich wraps long lines
-    assert "/.venvs/tensorflow/bin/python -m imgbench.cli profile" in out
     assert "threads (0: TF default)" in done.stdout and "AU @ 50 ms" in done.stdout
     assert f"where the time goes: {ATTRIBUTION_REASON}" in out
     rows = read_rows(results)
@@ -62,18 +49,11 @@ def test_tf_data_pipeline_swept_over_its_thread_pool(photos: Path, tmp_path: Pat
         assert x["attribution_reason"] == ATTRIBUTION_REASON and "attribution" not in x
         assert x["batch_parts"][0] == {"shape": [8, 128, 128, 3], "dtype": "float32"}
     assert not list(results.glob("*.speedscope.json"))  # no stacks, so no flame graph
-    assert processes_mentioning(str(tmp_path)) == []
+    assert processes_mentioning(str(results.parent)) == []
 
 
-def test_tf_data_element_that_raises_is_a_failed_row(photos: Path, tmp_path: Path) -> None:
-    results = tmp_path / "results"
-    done = run_profile(
-        [
-            f"{PIPELINES}.tf_data:make_dataset",
-            *("--kw", f"root={photos}", "--kw", "bad=True", "--workers", "1", *TF_PHASES),
-        ],
-        results,
-    )
+def test_tf_data_element_that_raises_is_a_failed_row(tf_profiles: TfProfiles) -> None:
+    done, results = tf_profiles["tf-data-bad"]  # bad=True, threads 1
     assert done.returncode == 1, done.stderr + done.stdout
     rows = read_rows(results)
     assert list(rows["workers"]) == [0, 1]  # the sweep went on past the first failure
@@ -84,9 +64,15 @@ def test_tf_data_element_that_raises_is_a_failed_row(photos: Path, tmp_path: Pat
 
 
 def test_factory_returning_something_else_is_one_line(tmp_path: Path) -> None:
+    """From the main env, as a user types it: `--env tensorflow` hands the command to that env's
+    interpreter (the profiles above run in one interpreter of the env, so this is the test of
+    the hand-over), which prints the one line."""
+    if not (env_dir("tensorflow", REPO) / "bin" / "python").exists():
+        pytest.skip("tensorflow env not built here (`imgbench env create tensorflow`)")
     done = run_profile(
         [f"{PIPELINES}.tf_data:make_number", "--env", "tensorflow"], tmp_path / "results"
     )
+    assert "/.venvs/tensorflow/bin/python -m imgbench.cli profile" in " ".join(done.stdout.split())
     assert done.returncode == 2
     assert (
         "error: factory tests.profiling.pipelines.tf_data:make_number returned int, "
