@@ -71,7 +71,7 @@ from imgbench.formats.base import build_format, open_format
 from imgbench.formats.registry import get_format, get_s3_format
 from imgbench.formats.roundtrip import round_trip
 from imgbench.formats.s3 import delete_prefix, open_s3, s3_round_trip, upload_store
-from imgbench.objectstore.server import start_server
+from imgbench.objectstore.server import external_endpoint
 
 dataset, work = Path(sys.argv[1]), Path(sys.argv[2])
 manifest = scan(dataset, use_cache=False)
@@ -99,25 +99,24 @@ with open_format(spec, report.path) as reader:
         out["index_error"] = False
     except IndexError:
         out["index_error"] = True
-with start_server("imgbench-mds-test") as server:
-    endpoint = server.endpoint
-    s3 = get_s3_format("mds")
-    upload = upload_store(endpoint, report.path, "test/mds", report.meta)
-    out["upload"] = [upload.objects, upload.stored_bytes, upload.seconds > 0]
-    cache = work / "cache"
-    cache.mkdir()
-    verdict = s3_round_trip(s3, endpoint, upload.prefix, manifest.root, entries, [], cache)
-    out["s3_round_trip"] = [verdict.ok, verdict.records, verdict.reason()]
-    before = {k: os.environ.get(k) for k in ("S3_ENDPOINT_URL", "AWS_ACCESS_KEY_ID")}
-    with open_s3(s3, endpoint, upload.prefix, cache) as reader:
-        out["s3_env_while_open"] = os.environ.get("S3_ENDPOINT_URL") == endpoint.url
-        out["s3_shuffled"] = reader[5][0] == sources[5]
-        out["cache_files"] = sorted(p.name for p in next(cache.iterdir()).iterdir())
-        reader.drop_cache()  # every round starts empty: the next read downloads again
-        out["s3_sequential"] = [data == sources[i] for i, (data, _) in enumerate(reader)]
-    out["cache_left"] = [p.name for p in cache.iterdir()]
-    out["env_restored"] = before == {k: os.environ.get(k) for k in before}
-    out["deleted"] = delete_prefix(endpoint, upload.prefix)
+endpoint = external_endpoint()  # the test process's server ($IMGBENCH_S3_ENDPOINT)
+s3 = get_s3_format("mds")
+upload = upload_store(endpoint, report.path, "mds-round-trip-test/mds", report.meta)
+out["upload"] = [upload.objects, upload.stored_bytes, upload.seconds > 0]
+cache = work / "cache"
+cache.mkdir()
+verdict = s3_round_trip(s3, endpoint, upload.prefix, manifest.root, entries, [], cache)
+out["s3_round_trip"] = [verdict.ok, verdict.records, verdict.reason()]
+before = {k: os.environ.get(k) for k in ("S3_ENDPOINT_URL", "AWS_ACCESS_KEY_ID")}
+with open_s3(s3, endpoint, upload.prefix, cache) as reader:
+    out["s3_env_while_open"] = os.environ.get("S3_ENDPOINT_URL") == endpoint.url
+    out["s3_shuffled"] = reader[5][0] == sources[5]
+    out["cache_files"] = sorted(p.name for p in next(cache.iterdir()).iterdir())
+    reader.drop_cache()  # every round starts empty: the next read downloads again
+    out["s3_sequential"] = [data == sources[i] for i, (data, _) in enumerate(reader)]
+out["cache_left"] = [p.name for p in cache.iterdir()]
+out["env_restored"] = before == {k: os.environ.get(k) for k in before}
+out["deleted"] = delete_prefix(endpoint, upload.prefix)
 print("RESULT " + json.dumps(out))
 """
 
@@ -128,9 +127,13 @@ def _photo_count(photo_dir: Path) -> int:
     return len([p for p in photo_dir.rglob("*") if p.is_file() and not p.name.startswith(".")])
 
 
-def test_mds_store_round_trips_locally_and_from_s3(photo_dir: Path, tmp_path: Path) -> None:
+@needs_weed
+def test_mds_store_round_trips_locally_and_from_s3(
+    photo_dir: Path, tmp_path: Path, s3_env: dict[str, str]
+) -> None:
     """Written by MDSWriter, every record back by index and in order, then the same store
-    uploaded to a real SeaweedFS server and read back by StreamingDataset(remote=s3://...)."""
+    uploaded to a real SeaweedFS server (the test process's, as the session's below: no second
+    server start) and read back by StreamingDataset(remote=s3://...)."""
     python = _mosaic_python()
     (tmp_path / "tmp").mkdir()
     shm_before = _streaming_shm()
@@ -140,7 +143,7 @@ def test_mds_store_round_trips_locally_and_from_s3(photo_dir: Path, tmp_path: Pa
         text=True,
         timeout=300,
         check=False,
-        env={**os.environ, "TMPDIR": str(tmp_path / "tmp")},
+        env={**os.environ, "TMPDIR": str(tmp_path / "tmp"), **s3_env},
     )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     (line,) = [x for x in proc.stdout.splitlines() if x.startswith("RESULT ")]
@@ -222,7 +225,7 @@ def test_mds_cases_in_the_mosaic_session(
 ) -> None:
     """The mosaic env's session measures MDS locally (write, warm and cold reads) and on S3
     (upload, sequential and shuffled reads), each verified record by record before timing; on
-    the test process's S3 server (the round-trip test above starts a server in the env)."""
+    the test process's S3 server."""
     python = _mosaic_python()
     shm_before = _streaming_shm()
     rows = _bench(
