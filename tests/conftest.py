@@ -24,7 +24,7 @@ from imgbench.objectstore.server import (
     start_server,
     weed_missing,
 )
-from tests.shared_runs import SessionRun, quick_run, shared_root
+from tests.shared_runs import ReaderRun, SessionRun, quick_run, reader_pair, shared_root
 
 # The sessions the tests start import only their selected cases' modules in the worker server:
 # the profile's whole set (albumentations, torch, torchvision, ...: about 5 s) in every one made
@@ -93,6 +93,15 @@ def quick_session(
     """The quick profile's whole matrix on sixteen real photos, run once per test session and
     read by the stage, dashboard and answer tests (tests/shared_runs.py)."""
     return quick_run(shared_root(request.config, tmp_path_factory))
+
+
+@pytest.fixture(scope="session")
+def reader_runs(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, tiny_dataset: Path
+) -> dict[str, ReaderRun]:
+    """Two simultaneous sessions of the quick reader bench with pytest-benchmark's outputs, run
+    once per test session (tests/shared_runs.py): the A/A pair and the outputs' tests read them."""
+    return reader_pair(shared_root(request.config, tmp_path_factory), tiny_dataset)
 
 
 @pytest.fixture(scope="session")

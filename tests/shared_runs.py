@@ -1,16 +1,20 @@
 """Bench sessions that several test modules read, each run once per test session.
 
 The quick profile's whole matrix (every stage, as `pytest benches/` runs it) took 30-45 s in
-each of five module fixtures; the stage, dashboard and answer tests now read one run. It is
-file-locked in the folder pytest-xdist's workers share: the first worker runs it, the others wait
-and read what it left (its rows and an ``outcome.json``), so a failed run fails every reader
-with the same output.
+each of five module fixtures; the stage, dashboard and answer tests now read one run. The reader
+bench's pair of simultaneous sessions is read by the A/A test (tests/compare/test_aa_real_runs.py)
+and the pytest-benchmark outputs' tests (tests/measure/test_readers_bench_e2e.py), which started a
+third session of their own. Each is file-locked in the folder pytest-xdist's workers share: the
+first worker runs it, the others wait and read what it left (its rows and an ``outcome.json``),
+so a failed run fails every reader with the same output.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -126,3 +130,79 @@ def quick_run(root: Path) -> SessionRun:
         output=record["output"],
         scratch_left=record["scratch_left"],
     )
+
+
+# pillow and OpenCV on JPEG and PNG, WebP skipped (no such image), BMP and TIFF deselected
+READER_PAIR_K = "(jpeg or png or webp) and (pillow or opencv)"
+
+
+@dataclass(frozen=True)
+class ReaderRun:
+    """One session of the reader pair: its folder, rows, pytest-benchmark JSON and storage."""
+
+    dir: Path
+    results: Path
+    json: Path
+    storage: Path
+    returncode: int
+    output: str
+
+    @property
+    def parquet(self) -> Path:
+        (path,) = self.results.glob("*.parquet")
+        return path
+
+
+def reader_pair(root: Path, dataset: Path) -> dict[str, ReaderRun]:
+    """Two sessions of `benches/bench_readers.py` (quick, ``READER_PAIR_K``) started at the same
+    time on ``dataset``, with pytest-benchmark's save, storage and JSON flags: two runs of the
+    same code that met the same load (an A/A pair), each one a user's run with every output."""
+    folder = root / "shared-reader-pair"
+    outcome = folder / "outcome.json"
+    with FileLock(str(root / "shared-reader-pair.lock")):
+        if not outcome.exists():
+            folder.mkdir(exist_ok=True)
+            procs = {}
+            for name in ("a", "b"):
+                out = folder / name
+                out.mkdir(exist_ok=True)
+                args = [
+                    sys.executable,
+                    "-m",
+                    "pytest",
+                    "-p",
+                    "no:cacheprovider",
+                    "-q",
+                    str(BENCHES / "bench_readers.py"),
+                    f"--dataset={dataset}",
+                    "--imgbench-profile=quick",
+                    f"--imgbench-results={out / 'results'}",
+                    "--benchmark-save=ci",
+                    f"--benchmark-storage={out / 'storage'}",
+                    "--benchmark-save-data",
+                    f"--benchmark-json={out / 'run.json'}",
+                    "--imgbench-set=host_budget_s=0.25",
+                    "--imgbench-set=max_images=8",
+                    "-k",
+                    READER_PAIR_K,
+                ]
+                procs[name] = subprocess.Popen(
+                    args, cwd=out, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+                )
+            record = {}
+            for name, proc in procs.items():
+                output, _ = proc.communicate(timeout=300)
+                record[name] = {"returncode": proc.returncode, "output": output[-6000:]}
+            outcome.write_text(json.dumps(record))
+    record = json.loads(outcome.read_text())
+    return {
+        name: ReaderRun(
+            dir=folder / name,
+            results=folder / name / "results",
+            json=folder / name / "run.json",
+            storage=folder / name / "storage",
+            returncode=record[name]["returncode"],
+            output=record[name]["output"],
+        )
+        for name in ("a", "b")
+    }

@@ -7,47 +7,25 @@ docs/regression.md). This checks the whole path: bench -> parquet and JSON -> co
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
 from imgbench.cli import app
-
-BENCHES = Path(__file__).resolve().parents[2] / "benches"
+from tests.shared_runs import ReaderRun
 
 
 @pytest.fixture(scope="module")
-def two_runs(tmp_path_factory: pytest.TempPathFactory, tiny_dataset: Path) -> dict[str, Path]:
-    out = tmp_path_factory.mktemp("aa")
-    procs = {}
-    for name in ("a", "b"):
-        args = [
-            sys.executable,
-            "-m",
-            "pytest",
-            "-p",
-            "no:cacheprovider",
-            "-q",
-            str(BENCHES / "bench_readers.py"),
-            f"--dataset={tiny_dataset}",
-            "--imgbench-profile=quick",
-            f"--imgbench-results={out / name}",
-            f"--benchmark-storage={out / 'storage'}",
-            "--benchmark-save-data",
-            f"--benchmark-json={out / (name + '.json')}",
-            "-k",
-            "jpeg and (pillow or opencv)",
-        ]
-        procs[name] = subprocess.Popen(
-            args, cwd=out, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
-        )
-    for name, proc in procs.items():
-        output, _ = proc.communicate(timeout=120)
-        assert proc.returncode == 0, f"run {name}:\n{output[-3000:]}"
-    return {"a": out / "a", "b": out / "b", "a_json": out / "a.json", "dir": out}
+def two_runs(
+    reader_runs: dict[str, ReaderRun], tmp_path_factory: pytest.TempPathFactory
+) -> dict[str, Path]:
+    """The test session's reader pair (tests/shared_runs.py: two simultaneous quick sessions,
+    pillow and OpenCV on JPEG and PNG); tests/measure/test_readers_bench_e2e.py reads it too."""
+    for name, run in reader_runs.items():
+        assert run.returncode == 0, f"run {name}:\n{run.output[-3000:]}"
+    a, b = reader_runs["a"], reader_runs["b"]
+    return {"a": a.results, "b": b.results, "a_json": a.json, "dir": tmp_path_factory.mktemp("aa")}
 
 
 def test_two_runs_of_the_same_code_do_not_regress(two_runs: dict[str, Path]) -> None:

@@ -147,6 +147,10 @@ def test_ci_finds_the_slowed_reader_and_keeps_an_unpowered_wall_verdict_advisory
             "--repeats=2",
             f"--markdown={tmp_path / 'ci.md'}",
             f"--workdir={tmp_path / 'work'}",
+            "--",
+            # correctness: each of the four sessions measures in its own process (no worker
+            # server to start and fork); the worker path is the counted test's and the quick run's
+            "--imgbench-process=in-process",
         ],
         catch_exceptions=False,
     )

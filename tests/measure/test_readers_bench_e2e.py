@@ -11,33 +11,17 @@ import pytest
 from imgbench.results.pytest_json import JSONImportError, rows_from_json
 from imgbench.results.store import load_results, write_rows
 from tests.conftest import run_pytest
-
-BENCHES = Path(__file__).resolve().parents[2] / "benches"
+from tests.shared_runs import ReaderRun
 
 
 @pytest.fixture(scope="module")
-def bench_run(tmp_path_factory: pytest.TempPathFactory, tiny_dataset: Path) -> dict:
-    out = tmp_path_factory.mktemp("bench-run")
-    proc = run_pytest(
-        [
-            str(BENCHES / "bench_readers.py"),
-            f"--dataset={tiny_dataset}",
-            "--imgbench-profile=quick",
-            f"--imgbench-results={out / 'results'}",
-            "--benchmark-save=ci",
-            f"--benchmark-storage={out / 'storage'}",
-            "--benchmark-save-data",
-            f"--benchmark-json={out / 'run.json'}",
-            "--imgbench-set=host_budget_s=0.25",
-            "--imgbench-set=max_images=8",
-            "-k",
-            "jpeg or png or webp",
-        ],
-        cwd=out,
-    )
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    (parquet,) = (out / "results").glob("*.parquet")
-    return {"dir": out, "parquet": parquet, "stdout": proc.stdout}
+def bench_run(reader_runs: dict[str, ReaderRun]) -> dict:
+    """The first of the test session's reader pair (tests/shared_runs.py: quick, pillow and
+    OpenCV on JPEG, PNG and WebP, with pytest-benchmark's save, storage and JSON flags); the
+    A/A test compares it with the second."""
+    run = reader_runs["a"]
+    assert run.returncode == 0, run.output
+    return {"dir": run.dir, "parquet": run.parquet, "stdout": run.output}
 
 
 def test_rows_for_pillow_and_opencv(bench_run: dict) -> None:
