@@ -62,6 +62,21 @@ def damaged_results(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return folder
 
 
+@pytest.fixture(scope="package")
+def profile_results(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Two real `imgbench profile` runs beside a benchmark run: read by the "Your pipeline" page's
+    tests, in AppTest (test_profile_page.py) and in Chromium (test_browser.py)."""
+    import imgbench
+    from tests.profiling.pipelines import faulty
+
+    folder = tmp_path_factory.mktemp("profile-results")
+    write_run(folder, standard_runs()[1])  # a benchmark run, older than the profile runs
+    quick = {"seconds": 0.3, "au_seconds": 0.2, "compare_readers": False, "results": folder}
+    imgbench.profile(faulty.Numbers(64), workers=[0, 1], batch_size=8, sample_seconds=1.5, **quick)
+    imgbench.profile(faulty.raises_on_3(), workers=[0], batch_size=2, sample_seconds=0, **quick)
+    return folder
+
+
 @pytest.fixture
 def open_app(monkeypatch: pytest.MonkeyPatch) -> Callable[..., AppTest]:
     """Run the app on a results folder (via $IMGBENCH_RESULTS), optionally on one page."""

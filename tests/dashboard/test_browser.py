@@ -1,13 +1,20 @@
-"""The dashboard in a real headless Chromium: every page renders its charts and no exception.
+"""What imgbench draws, in one real headless Chromium: every dashboard page renders its charts and
+no exception, and `imgbench report`'s HTML file renders offline.
 
-Starts ``streamlit run dashboard/app.py -- --results DIR`` on 127.0.0.1 with a free port, drives
-Debian's Chromium (apt ``chromium``) through Playwright, and saves one screenshot per page under
-tests/.artifacts/dashboard/ (git-ignored) for a person to look at.
+Starts the dashboard as a user does (``imgbench dashboard --port P --results DIR``, which execs
+Streamlit on 127.0.0.1), drives Debian's Chromium (apt ``chromium``) through Playwright, saves one
+screenshot per page under tests/.artifacts/ (git-ignored) for a person to look at, and ends each
+server with SIGTERM as a script or a service manager does: the port must be free after it and no
+Streamlit process left (tests/dashboard/test_dashboard_command.py checks that where Chromium is
+missing). One browser for the module: a launch costs seconds on 2 busy cores.
 """
 
 from __future__ import annotations
 
 import contextlib
+import os
+import re
+import signal
 import socket
 import subprocess
 import sys
@@ -17,14 +24,18 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import psutil
 import pytest
+from typer.testing import CliRunner
 
+from imgbench.cli import app
 from tests.dashboard.fixtures import standard_runs, write_allocator_run, write_run
 
 REPO = Path(__file__).resolve().parents[2]
 APP = REPO / "dashboard" / "app.py"
 CHROMIUM = Path("/usr/bin/chromium")
 ARTIFACTS = REPO / "tests" / ".artifacts" / "dashboard"
+REPORT_ARTIFACTS = REPO / "tests" / ".artifacts" / "report"
 CHROMIUM_ARGS = [
     "--headless",
     "--no-sandbox",
@@ -54,30 +65,36 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
+def _listening(port: int) -> bool:
+    with socket.socket() as sock:
+        return sock.connect_ex(("127.0.0.1", port)) == 0
+
+
+# `imgbench dashboard` as a script runs it: the CLI, which execs Streamlit in the same process
+DASHBOARD_CLI = (
+    "import sys; from imgbench.cli import app; "
+    "sys.argv = ['imgbench', 'dashboard', '--port', sys.argv[1], '--results', sys.argv[2]]; "
+    "app()"
+)
+
+
 @contextlib.contextmanager
 def serve(results: Path) -> Iterator[str]:
-    """The dashboard as a user starts it; always terminated, even when the test fails."""
+    """The dashboard as a user starts it; ended with SIGTERM after the pages were checked (then
+    the port is free and no Streamlit process is left), killed whatever happens."""
     port = _free_port()
-    cmd = [
-        sys.executable,
-        "-m",
-        "streamlit",
-        "run",
-        str(APP),
-        "--server.address=127.0.0.1",
-        f"--server.port={port}",
-        "--server.headless=true",
-        "--browser.gatherUsageStats=false",
-        "--",
-        "--results",
-        str(results),
-    ]
     log = results.parent / "streamlit.log"
     with log.open("wb") as out:
-        proc = subprocess.Popen(cmd, cwd=REPO, stdout=out, stderr=subprocess.STDOUT)
+        proc = subprocess.Popen(
+            [sys.executable, "-c", DASHBOARD_CLI, str(port), str(results)],
+            cwd=REPO,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
     try:
         url = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + 90
         while True:
             try:
                 with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as answer:
@@ -89,13 +106,23 @@ def serve(results: Path) -> Iterator[str]:
                 pytest.fail(f"streamlit did not start: {log.read_text(errors='replace')[-2000:]}")
             time.sleep(0.2)
         yield url
+        # ended as a script or a service manager ends it: nothing may hold the port after it
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=30)
+        deadline = time.monotonic() + 10
+        while _listening(port) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert not _listening(port), f"port {port} still answers after SIGTERM"
+        left = [
+            p.pid
+            for p in psutil.process_iter(["cmdline"])
+            if f"--server.port={port}" in " ".join(p.info["cmdline"] or [])
+        ]
+        assert left == [], f"Streamlit processes left on port {port}: {left}"
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=10)
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=10)
 
 
 def _visit(page: Any, url: str, path: str, charts: int, name: str) -> None:
@@ -138,13 +165,32 @@ def browser() -> Iterator[Any]:
             chromium.close()
 
 
-def test_every_page_renders_in_chromium(tmp_path: Path, browser: Any) -> None:
-    results = tmp_path / "results"
+def test_profile_page_renders_in_chromium(profile_results: Path, browser: Any) -> None:
+    """First in the module: the package's profile runs (tests/dashboard/conftest.py) are made
+    before the browser starts."""
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    with serve(profile_results) as url:
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        try:
+            _visit(page, url, "profile", 1, "profile")
+            assert page.get_by_text("Where the time goes").count() == 1
+        finally:
+            page.close()
+
+
+@pytest.fixture(scope="module")
+def standard_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A baseline run and a 15% slower candidate (tests/dashboard/fixtures.py), every stage."""
+    results = tmp_path_factory.mktemp("standard") / "results"
     results.mkdir()
     for spec in standard_runs():
         write_run(results, spec)
+    return results
+
+
+def test_every_page_renders_in_chromium(standard_folder: Path, browser: Any) -> None:
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    with serve(results) as url:
+    with serve(standard_folder) as url:
         page = browser.new_page(viewport={"width": 1400, "height": 1000})
         try:
             for path, charts in PAGES.items():
@@ -166,3 +212,44 @@ def test_allocator_effect_renders_in_chromium(tmp_path: Path, browser: Any) -> N
                 _visit(page, url, path, charts, f"{path}-allocators")
         finally:
             page.close()
+
+
+def test_report_html_renders_offline_in_chromium(
+    standard_folder: Path, tmp_path: Path, browser: Any
+) -> None:
+    """`imgbench report`'s file opens with every network request refused, draws its charts, and
+    asks for nothing but itself."""
+    target = tmp_path / "report.html"
+    result = CliRunner().invoke(
+        app, ["report", "--results", str(standard_folder), "--out", str(target)]
+    )
+    assert result.exit_code == 0, result.output
+    html = target.read_text()
+    assert not re.search(r"""(?:src|href)=["']?(?:https?:)?//""", html)
+    requests: list[str] = []
+    REPORT_ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    context = browser.new_context(offline=True, viewport={"width": 1300, "height": 900})
+    try:
+        page = context.new_page()
+
+        def refuse(route: Any) -> None:
+            requests.append(route.request.url)
+            if route.request.url.startswith("file://"):
+                route.continue_()
+            else:
+                route.abort()
+
+        page.route("**/*", refuse)
+        page.goto(target.as_uri(), wait_until="load")
+        charts = page.locator("figure.chart svg")
+        assert charts.count() == 2  # the configurations, and the recommended one's steps
+        for index in range(charts.count()):
+            box = charts.nth(index).bounding_box()
+            assert box is not None and box["width"] > 200 and box["height"] > 50
+            assert charts.nth(index).locator("path, rect").count() > 5  # marks drawn
+        headline = page.locator(".headline").inner_text()
+        assert headline.startswith("Use reader files")
+        page.screenshot(path=str(REPORT_ARTIFACTS / "report.png"), full_page=True)
+    finally:
+        context.close()
+    assert requests == [target.as_uri()]

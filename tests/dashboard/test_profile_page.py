@@ -1,4 +1,5 @@
-"""The "Your pipeline" page on real `imgbench profile` rows, beside a benchmark run."""
+"""The "Your pipeline" page on real `imgbench profile` rows (tests/dashboard/conftest.py's
+``profile_results``), beside a benchmark run; the same page in Chromium is in test_browser.py."""
 
 from __future__ import annotations
 
@@ -8,21 +9,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-import imgbench
 from tests.dashboard.conftest import chart_data
-from tests.dashboard.fixtures import standard_runs, write_run
-from tests.dashboard.test_browser import ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, _visit, serve
-from tests.profiling.pipelines import faulty
-
-
-@pytest.fixture(scope="module")
-def profile_results(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    folder = tmp_path_factory.mktemp("profile-results")
-    write_run(folder, standard_runs()[1])  # a benchmark run, older than the profile runs
-    quick = {"seconds": 0.3, "au_seconds": 0.2, "compare_readers": False, "results": folder}
-    imgbench.profile(faulty.Numbers(64), workers=[0, 1], batch_size=8, sample_seconds=1.5, **quick)
-    imgbench.profile(faulty.raises_on_3(), workers=[0], batch_size=2, sample_seconds=0, **quick)
-    return folder
 
 
 def sampling_of(results: Path) -> list[dict[str, object]]:
@@ -55,20 +42,3 @@ def test_profile_rows_show_their_sweep_and_attribution(open_app, profile_results
     for _, part in shares.groupby("config"):
         assert part["share"].sum() == pytest.approx(1, abs=0.01)
     assert "collate/IPC" in set(shares["category"])
-
-
-@pytest.mark.skipif(
-    not CHROMIUM.exists(), reason="needs Debian's Chromium: apt-get install chromium"
-)
-def test_profile_page_renders_in_chromium(profile_results: Path) -> None:
-    from playwright.sync_api import sync_playwright
-
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    with serve(profile_results) as url, sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        try:
-            page = browser.new_page(viewport={"width": 1400, "height": 1000})
-            _visit(page, url, "profile", 1, "profile")
-            assert page.get_by_text("Where the time goes").count() == 1
-        finally:
-            browser.close()
