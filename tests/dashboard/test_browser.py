@@ -24,12 +24,12 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import psutil
 import pytest
 from typer.testing import CliRunner
 
 from imgbench.cli import app
 from tests.dashboard.fixtures import standard_runs, write_allocator_run, write_run
+from tests.dashboard.servers import stop_and_check_gone
 
 REPO = Path(__file__).resolve().parents[2]
 APP = REPO / "dashboard" / "app.py"
@@ -63,11 +63,6 @@ def _free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
-
-
-def _listening(port: int) -> bool:
-    with socket.socket() as sock:
-        return sock.connect_ex(("127.0.0.1", port)) == 0
 
 
 # `imgbench dashboard` as a script runs it: the CLI, which execs Streamlit in the same process
@@ -107,18 +102,7 @@ def serve(results: Path) -> Iterator[str]:
             time.sleep(0.2)
         yield url
         # ended as a script or a service manager ends it: nothing may hold the port after it
-        proc.send_signal(signal.SIGTERM)
-        proc.wait(timeout=30)
-        deadline = time.monotonic() + 10
-        while _listening(port) and time.monotonic() < deadline:
-            time.sleep(0.2)
-        assert not _listening(port), f"port {port} still answers after SIGTERM"
-        left = [
-            p.pid
-            for p in psutil.process_iter(["cmdline"])
-            if f"--server.port={port}" in " ".join(p.info["cmdline"] or [])
-        ]
-        assert left == [], f"Streamlit processes left on port {port}: {left}"
+        stop_and_check_gone(proc, port)
     finally:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGKILL)

@@ -16,8 +16,9 @@ import time
 import urllib.request
 from pathlib import Path
 
-import psutil
 import pytest
+
+from tests.dashboard.servers import stop_and_check_gone
 
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = Path("/usr/bin/chromium")  # tests/dashboard/test_browser.py's
@@ -34,11 +35,6 @@ def _answers(port: int) -> bool:
     with contextlib.suppress(OSError), urllib.request.urlopen(url, timeout=2) as response:
         return response.status == 200
     return False
-
-
-def _listening(port: int) -> bool:
-    with socket.socket() as sock:
-        return sock.connect_ex(("127.0.0.1", port)) == 0
 
 
 @pytest.mark.skipif(
@@ -65,18 +61,7 @@ def test_sigterm_stops_the_server_and_frees_the_port(tmp_path: Path) -> None:
             assert process.poll() is None, f"the dashboard exited with {process.returncode}"
             assert time.monotonic() < deadline, "the dashboard did not answer within 90 s"
             time.sleep(0.5)
-        process.send_signal(signal.SIGTERM)
-        process.wait(timeout=30)
-        deadline = time.monotonic() + 10
-        while _listening(port) and time.monotonic() < deadline:
-            time.sleep(0.2)
-        assert not _listening(port), f"port {port} still answers after SIGTERM"
-        left = [
-            p.pid
-            for p in psutil.process_iter(["cmdline"])
-            if f"--server.port={port}" in " ".join(p.info["cmdline"] or [])
-        ]
-        assert left == [], f"Streamlit processes left on port {port}: {left}"
+        stop_and_check_gone(process, port)
     finally:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(process.pid, signal.SIGKILL)
