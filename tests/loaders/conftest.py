@@ -64,14 +64,12 @@ def tf_session(tmp_path_factory: pytest.TempPathFactory, photo_dir_48: Path) -> 
     session's process (correctness: the worker server is the main env's, tests/measure/), then
     the task probe: one TensorFlow start for tests/loaders/test_tensorflow_env.py and
     tests/loaders/test_tf_tasks.py (each had its own, about 10 s of CPU)."""
-    from imgbench.envs import env_dir
     from imgbench.paths import repo_root
+    from tests.envs.env_sessions import env_python
 
     root = repo_root()
     assert root is not None
-    python = env_dir("tensorflow", root) / "bin" / "python"
-    if not python.exists():
-        pytest.skip("tensorflow env not built here (`imgbench env create tensorflow`)")
+    python = env_python("tensorflow")
     out = tmp_path_factory.mktemp("tf-loaders")
     probe_file = out / "probe.json"
     proc = subprocess.run(

@@ -18,23 +18,19 @@ import pandas as pd
 import pytest
 
 from imgbench.augment import spec
-from imgbench.envs import env_dir
 from imgbench.loaders.cases import loader_cases
 from imgbench.loaders.mxnet_recordio import content_kind, recipe_options, truncated_jpeg
 from imgbench.loaders.plan import LoaderPlan
 from imgbench.paths import repo_root
 from imgbench.profiles import get_profile
+from tests.envs.env_sessions import env_python
 
 ROOT = repo_root()
 BENCHES = Path(__file__).resolve().parents[2] / "benches"
 
 
 def _python() -> Path:
-    assert ROOT is not None
-    python = env_dir("mxnet", ROOT) / "bin" / "python"
-    if not python.exists():
-        pytest.skip("mxnet env not built here (`imgbench env create mxnet`; make test does)")
-    return python
+    return env_python("mxnet")
 
 
 def test_the_default_profile_sweeps_preprocess_threads_with_an_au_row() -> None:

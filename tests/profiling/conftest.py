@@ -13,8 +13,8 @@ import pandas as pd
 import psutil
 import pytest
 
-from imgbench.envs import env_dir
 from tests.conftest import write_photo_like
+from tests.envs.env_sessions import env_python
 
 REPO = Path(__file__).resolve().parents[2]
 PIPELINES = "tests.profiling.pipelines"
@@ -117,9 +117,7 @@ def tf_profiles(
 ) -> dict[str, tuple[subprocess.CompletedProcess[str], Path]]:
     """name -> (the profile's exit code and output, its results folder); skipped where the
     TensorFlow env is not built (as tests/loaders/test_tensorflow_env.py)."""
-    python = env_dir("tensorflow", REPO) / "bin" / "python"
-    if not python.exists():
-        pytest.skip("tensorflow env not built here (`imgbench env create tensorflow`)")
+    python = env_python("tensorflow")
     root = tmp_path_factory.mktemp("tf-profiles")
     jobs = {
         name: [*args, "--results", str(root / name / "results")]
