@@ -26,8 +26,8 @@ TF_ENV := .venvs/tensorflow/.imgbench-env-built
 # that a mosaic env built by an older imgbench (with its own torch) is rebuilt.
 MOSAIC_ENV := .venvs/mosaic/.imgbench-env-layered
 # the mxnet environment (MXNet 1.9.1: mx.image.imdecode, ImageRecordIter), tested by make test: its
-# own numpy 1.23.5 stack (MXNet uses np.bool), 743 MB, 105-165 s to build here at load 3-6 (the
-# mxnet wheel comes from PyPI). make test goes on when its build fails: its tests skip
+# own numpy 1.23.5 stack (MXNet uses np.bool), 743 MB, 30 s to build here through uv (105-165 s
+# through pip at load 3-6; the mxnet wheel comes from PyPI). make test goes on when its build fails: its tests skip
 MXNET_ENV := .venvs/mxnet/.imgbench-env-built
 # the albumentationsx environment (AlbumentationsX, AGPL-3.0, beside this venv's MIT albumentations
 # 2.0.8: both install the `albumentations` package), tested by make test: layered like mosaic, it
@@ -40,12 +40,18 @@ AX_ENV := .venvs/albumentationsx/.imgbench-env-built
 
 setup: $(STAMP)
 
-$(STAMP): pyproject.toml Makefile scripts/apt-install.sh
+# uv installs what pip resolves, with pip's configured indexes, in about a sixth of the time
+# (src/imgbench/installer.py; docs/decisions.md); where its wheel does not install, pip does it
+INSTALL := PYTHONPATH=src $(PY) -m imgbench.installer --python $(PY) --quiet
+
+$(STAMP): pyproject.toml Makefile scripts/apt-install.sh src/imgbench/installer.py
 	@scripts/apt-install.sh $(APT_PACKAGES)
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[$(EXTRAS)]'
+	@$(PY) -m pip install --quiet --disable-pip-version-check 'uv>=0.9' \
+	  || echo "warning: uv did not install; pip installs everything (slower)"
+	$(INSTALL) -e '.[$(EXTRAS)]'
 	@# litdata without its declared deps, which would pull torchvision and a second torch
-	$(PY) -m pip install --quiet --disable-pip-version-check --no-deps 'litdata>=0.2.76,<0.3'
+	$(INSTALL) --no-deps 'litdata>=0.2.76,<0.3'
 	@touch $@
 
 bench: setup

@@ -32,6 +32,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from imgbench.installer import install_command
 from imgbench.paths import repo_root
 
 
@@ -514,16 +515,22 @@ def create_env(name: str, *, log: Callable[[str], None] | None = None) -> Path:
         main_sites = main_site_packages()
         layer_over(site_packages_of(_python_in(venv)), main_sites)
         say(f"layered over the main env: {', '.join(map(str, main_sites))}")
-    pip = [str(_python_in(venv)), "-m", "pip", "install", "--disable-pip-version-check", "-q"]
+    # uv where it is there (imgbench.installer), but not in a layered env: uv sees only the env's
+    # own site-packages and would install again what the main env's layer provides
+    python = _python_in(venv)
+
+    def install(args: list[str], env: dict[str, str] | None = None) -> None:
+        cmd, uv_env = install_command(python, ["-q", *args], use_uv=not spec.layered)
+        _run(cmd, f"{Path(cmd[0]).name} install {' '.join(args)}", {**uv_env, **(env or {})})
+
     core = core_requirements(root / "pyproject.toml", spec.drop)
     say(f"installing imgbench's core dependencies ({len(core)})")
-    _run([*pip, *core], f"pip install {' '.join(core)}")
+    install(core)
     say("installing imgbench (editable, --no-deps)")
-    _run([*pip, "--no-deps", "-e", str(root)], "pip install -e imgbench")
+    install(["--no-deps", "-e", str(root)])
     if spec.last:
         say(f"installing {' '.join(spec.last)} (this can take a minute or two)")
-        what = f"pip install {' '.join(spec.last)}"
-        _run([*pip, *spec.pip_flags, *spec.last], what, spec.pip_env)
+        install([*spec.pip_flags, *spec.last], spec.pip_env)
     if spec.install is not None:
         spec.install(Pip(_python_in(venv), say))
     if spec.layered:
