@@ -33,7 +33,9 @@ from imgbench.envs import (
     site_packages_of,
     verify_env,
 )
+from imgbench.objectstore.server import weed_missing
 from imgbench.paths import repo_root
+from tests.formats.mosaic_session import mosaic_run
 
 ROOT = repo_root()
 
@@ -157,17 +159,26 @@ def test_a_case_of_an_env_not_built_here_says_how_to_build_it(
     assert environment_problem("nope") == "nope env not built: `imgbench env create nope`"
 
 
-def test_mosaic_env_has_streaming_without_downgrading_numpy() -> None:
+def test_mosaic_env_has_streaming_without_downgrading_numpy(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """What the env verifies and sees, read in its bench session's interpreter after the cases
+    (tests/formats/mosaic_session.py: one mosaic-env start for this and the MDS tests;
+    `verify_env` itself, the env's script in a fresh interpreter, is test_mxnet_env.py's)."""
     python = _existing("mosaic")
-    facts = verify_env("mosaic", ROOT)
+    if reason := weed_missing():  # the env links the main env's weed: it must be there
+        pytest.fail(f"the mosaic env links weed, and {reason}")
+    run = mosaic_run(tmp_path_factory, request.getfixturevalue("s3_env"))
+    found = run.probe.get("facts", {})
+    assert found and "error" not in found, found.get("error", run.output)
+    facts = found["verified"]
+    assert found["problem"] is None, found["problem"]  # what verify_env raises on
     assert (
         facts["streaming"].startswith("0.13.") and facts["mosaicml-streaming"] == facts["streaming"]
     )
     major, minor = (int(x) for x in facts["numpy"].split(".")[:2])
     assert (major, minor) >= (2, 2), facts  # streaming declares numpy<2.2: installed --no-deps
-    code = "from imgbench.envs import current_environment; print(current_environment())"
-    out = subprocess.run([str(python), "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.split() == ["mosaic"]
+    assert found["environment"] == "mosaic"
     # layered: streaming is the env's own; numpy and torch are this (main) env's, the very files
     # and versions; the env holds no second copy of anything the main env has; the main env
     # cannot import streaming
@@ -181,14 +192,12 @@ def test_mosaic_env_has_streaming_without_downgrading_numpy() -> None:
     assert shadowed_distributions(own, main) == []
     assert facts["layered-over"].split(",") == [str(site) for site in main]
     assert not (own / "numpy").exists() and not (own / "torch").exists()
-    code = (
-        "from imgbench.machine import dist_version; from imgbench.objectstore.server import "
-        "find_weed; print(dist_version('numpy'), dist_version('torch'), find_weed())"
-    )
-    out = subprocess.run([str(python), "-c", code], capture_output=True, text=True, check=True)
-    numpy_version, torch_version, weed = out.stdout.split()
-    assert [numpy_version, torch_version] == [metadata.version("numpy"), metadata.version("torch")]
-    assert Path(weed).parent == python.parent  # seaweedfs' binary, linked beside the env's python
+    assert [found["numpy"], found["torch"]] == [
+        metadata.version("numpy"),
+        metadata.version("torch"),
+    ]
+    # seaweedfs' binary, linked beside the env's python
+    assert found["weed"] and Path(found["weed"]).parent == python.parent
     # the main env: no streaming, not even in a fresh interpreter of it
     assert importlib.util.find_spec("streaming") is None
     main_run = subprocess.run(
