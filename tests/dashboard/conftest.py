@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
@@ -77,17 +78,46 @@ def profile_results(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return folder
 
 
-@pytest.fixture
-def open_app(monkeypatch: pytest.MonkeyPatch) -> Callable[..., AppTest]:
-    """Run the app on a results folder (via $IMGBENCH_RESULTS), optionally on one page."""
-
-    def run(results: Path, page: str = "overview") -> AppTest:
-        monkeypatch.setenv("IMGBENCH_RESULTS", str(results))
+def _run_app(results: Path, page: str) -> AppTest:
+    """The app run on ``results`` (via $IMGBENCH_RESULTS, as set while it runs), on ``page``."""
+    before = os.environ.get("IMGBENCH_RESULTS")
+    os.environ["IMGBENCH_RESULTS"] = str(results)
+    try:
         at = AppTest.from_file(str(APP), default_timeout=120).run()
         if page != "overview":
             at.switch_page(f"views/{page}.py").run()
-        assert not at.exception, [e.value for e in at.exception]
-        return at
+    finally:
+        if before is None:
+            del os.environ["IMGBENCH_RESULTS"]
+        else:
+            os.environ["IMGBENCH_RESULTS"] = before
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+@pytest.fixture
+def open_app(monkeypatch: pytest.MonkeyPatch) -> Callable[..., AppTest]:
+    """Run the app on a results folder (via $IMGBENCH_RESULTS), optionally on one page: a fresh
+    app, for a test that sets widgets."""
+
+    def run(results: Path, page: str = "overview") -> AppTest:
+        monkeypatch.setenv("IMGBENCH_RESULTS", str(results))
+        return _run_app(results, page)
+
+    return run
+
+
+@pytest.fixture(scope="session")
+def shown_app() -> Callable[..., AppTest]:
+    """``open_app`` for tests that only read what a page shows: each (folder, page) runs once
+    per session and every such test reads that run (an app run is ~1 s; the standard folder's
+    pages were opened by up to four tests each). Never set a widget on what it returns."""
+    runs: dict[tuple[Path, str], AppTest] = {}
+
+    def run(results: Path, page: str = "overview") -> AppTest:
+        if (results, page) not in runs:
+            runs[results, page] = _run_app(results, page)
+        return runs[results, page]
 
     return run
 

@@ -118,8 +118,8 @@ def test_main_session_keeps_allocator_sessions_out_of_the_other_charts(
     assert shown["allocator"].nunique() == 1 and len(shown) + len(aside) == len(only)
 
 
-def test_readers_show_the_allocator_effect(open_app, allocator_results: Path) -> None:
-    at = open_app(allocator_results, "readers")
+def test_readers_show_the_allocator_effect(shown_app, allocator_results: Path) -> None:
+    at = shown_app(allocator_results, "readers")
     assert "Allocator effect" in texts(at, "subheader")
     chart = chart_with(at, FAULTS)
     assert chart is not None
@@ -154,8 +154,8 @@ def test_readers_show_the_allocator_effect(open_app, allocator_results: Path) ->
     assert "rows of the allocator sessions" in texts(at, "caption")
 
 
-def test_loaders_show_the_allocator_effect(open_app, allocator_results: Path) -> None:
-    at = open_app(allocator_results, "loaders")
+def test_loaders_show_the_allocator_effect(shown_app, allocator_results: Path) -> None:
+    at = shown_app(allocator_results, "loaders")
     chart = chart_with(at, FAULTS)
     assert chart is not None
     assert set(chart["case"]) == {
@@ -173,8 +173,8 @@ def test_loaders_show_the_allocator_effect(open_app, allocator_results: Path) ->
     assert (curve["rows"] == 1).all()
 
 
-def test_augment_shows_the_allocator_effect(open_app, allocator_results: Path) -> None:
-    at = open_app(allocator_results, "augment")
+def test_augment_shows_the_allocator_effect(shown_app, allocator_results: Path) -> None:
+    at = shown_app(allocator_results, "augment")
     chart = chart_with(at, FAULTS)
     assert chart is not None and set(chart["case"]) == {
         "albumentations · train-classification",
@@ -184,8 +184,8 @@ def test_augment_shows_the_allocator_effect(open_app, allocator_results: Path) -
     assert caption is not None and caption["alloc"] == "glibc-tuned"
 
 
-def test_overview_names_the_allocator_that_pays(open_app, allocator_results: Path) -> None:
-    at = open_app(allocator_results)
+def test_overview_names_the_allocator_that_pays(shown_app, allocator_results: Path) -> None:
+    at = shown_app(allocator_results)
     text = texts(at, "markdown")
     assert "Allocator: glibc-tuned pays" in text
     assert re.search(
@@ -194,8 +194,8 @@ def test_overview_names_the_allocator_that_pays(open_app, allocator_results: Pat
 
 
 @pytest.mark.parametrize("page", ["overview", "readers", "augment", "loaders"])
-def test_one_allocator_shows_no_effect(open_app, standard_results: Path, page: str) -> None:
-    at = open_app(standard_results, page)
+def test_one_allocator_shows_no_effect(shown_app, standard_results: Path, page: str) -> None:
+    at = shown_app(standard_results, page)
     assert chart_with(at, FAULTS) is None
     assert "Allocator effect" not in texts(at, "subheader")
     assert "Largest effect" not in texts(at, "caption")

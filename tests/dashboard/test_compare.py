@@ -162,11 +162,11 @@ def test_cross_machine_checkbox_is_allow_cross_machine(open_app: OpenApp, tmp_pa
 
 
 def test_slower_run_regresses_everywhere_counted_not_listed(
-    open_app: OpenApp, standard_results: Path
+    shown_app: OpenApp, standard_results: Path
 ) -> None:
     """The standard candidate is 15% slower in every case: all regressed, and the headline
     counts them instead of naming 68 cases (the table lists them)."""
-    at = open_app(standard_results, "compare")
+    at = shown_app(standard_results, "compare")
     metrics = {m.label: m.value for m in at.metric}
     assert int(metrics["Regressed"]) == int(metrics["Cases compared"]) > 8
     assert chart_data(at, 0, "ratio")["ratio"].median() == pytest.approx(0.85, rel=0.05)

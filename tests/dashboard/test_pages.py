@@ -22,11 +22,11 @@ def newest_rows(folder: Path) -> pd.DataFrame:
     return frame[(frame["run_id"] == NEWEST_RUN) & (frame["status"] == "ok")]
 
 
-def test_overview_answers_with_a_real_configuration(open_app, standard_results: Path) -> None:
+def test_overview_answers_with_a_real_configuration(shown_app, standard_results: Path) -> None:
     """The first screen names the fastest real loader configuration (ok rows), its images/s, its
     speed-up over the common default and what bounds it; the copy-on-access experiment, with
     millions of "images"/s, and the ceilings are references, never the answer."""
-    at = open_app(standard_results)
+    at = shown_app(standard_results)
     metrics = {m.label: m.value for m in at.metric}
     assert metrics["Runs"] == "1"  # the newest run is preselected
     assert metrics["Skipped"] == "1" and metrics["Failed"] == "1"
@@ -84,8 +84,8 @@ def test_overview_answers_per_machine_never_pooled(open_app, tmp_path: Path) -> 
     assert set(second["run_id"]) == {base.run_id}
 
 
-def test_readers_throughput_interval_and_native(open_app, standard_results: Path) -> None:
-    at = open_app(standard_results, "readers")
+def test_readers_throughput_interval_and_native(shown_app, standard_results: Path) -> None:
+    at = shown_app(standard_results, "readers")
     bars = chart_data(at, 0, "ci_low")
     rows = newest_rows(standard_results)
     one = rows[
@@ -117,8 +117,8 @@ def test_readers_throughput_interval_and_native(open_app, standard_results: Path
     assert (reduced["speedup"] > 2).all()  # the fixture's reduced decode is ~3x
 
 
-def test_augment_heatmap_flags_disagreement(open_app, standard_results: Path) -> None:
-    at = open_app(standard_results, "augment")
+def test_augment_heatmap_flags_disagreement(shown_app, standard_results: Path) -> None:
+    at = shown_app(standard_results, "augment")
     heat = chart_data(at, 0, "flag")
     flagged = heat[heat["flag"] == "≠"]
     assert list(zip(flagged["runner"], flagged["name"], strict=True)) == [
@@ -134,8 +134,8 @@ def test_augment_heatmap_flags_disagreement(open_app, standard_results: Path) ->
     assert any("segmentation" in set(d.value["name"]) for d in at.dataframe)
 
 
-def test_formats_warm_cold_order_and_size(open_app, standard_results: Path) -> None:
-    at = open_app(standard_results, "formats")
+def test_formats_warm_cold_order_and_size(shown_app, standard_results: Path) -> None:
+    at = shown_app(standard_results, "formats")
     reads = chart_data(at, 0, "cache_state")
     assert set(reads["cache_state"]) == {"warm", "cold"}
     assert set(reads["order"]) == {"sequential", "shuffled"}
@@ -176,10 +176,10 @@ def test_loaders_scaling_memory_breakdown_au(open_app, standard_results: Path) -
     assert au["au_percent"].between(0, 100).all()
 
 
-def test_loaders_experiments_have_their_own_chart(open_app, standard_results: Path) -> None:
+def test_loaders_experiments_have_their_own_chart(shown_app, standard_results: Path) -> None:
     """The copy-on-access experiment (millions of "images"/s) and AU emulation never share the
     real loaders' axis."""
-    at = open_app(standard_results, "loaders")
+    at = shown_app(standard_results, "loaders")
     real = chart_data(at, 0, "workers_n")
     assert not real["pipeline"].str.contains("cow-experiment|au-sleep").any()
     assert real["pipeline"].str.contains("files-pillow-torchvision").any()  # the common default
@@ -245,7 +245,7 @@ def test_corrupt_file_is_named_and_mixed_schemas_load(open_app, damaged_results:
     assert len(chart_data(at, 0, "ci_low")) > 0  # the schema-0 run still draws
 
 
-def test_log_scale_bars_have_a_start(open_app, standard_results: Path) -> None:
+def test_log_scale_bars_have_a_start(shown_app, standard_results: Path) -> None:
     """Vega-Lite draws nothing for a bar on a log axis without x2: every such bar must have one."""
 
     def bars(node: object) -> list[dict]:
@@ -264,7 +264,7 @@ def test_log_scale_bars_have_a_start(open_app, standard_results: Path) -> None:
 
     checked = 0
     for page in PAGES:
-        at = open_app(standard_results, page)
+        at = shown_app(standard_results, page)
         for spec in chart_specs(at):
             for bar in bars(spec):
                 x = bar.get("encoding", {}).get("x", {})
