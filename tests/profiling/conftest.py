@@ -71,6 +71,43 @@ def run_profile(
     )
 
 
+def invoke_profile(
+    args: list[str], results: Path, cwd: Path | None = None
+) -> subprocess.CompletedProcess[str]:
+    """``imgbench profile ARGS --results RESULTS`` through the typer app in this process (its
+    output as from a 160-column terminal; an exception's traceback appended to stderr), from
+    ``cwd`` if given. A fresh interpreter costs 3-5 s of imports here; `python -m imgbench.cli
+    profile` as a user types it is run_profile's, in test_tf_data.py and for the Pillow example
+    of test_cli.py. Modules imported from ``cwd`` (a user's own file) are forgotten after."""
+    import traceback
+
+    from typer.testing import CliRunner
+
+    from imgbench.cli import app
+
+    here = Path.cwd()
+    path_before = list(sys.path)
+    if cwd is not None:
+        os.chdir(cwd)
+    try:
+        done = CliRunner().invoke(
+            app,
+            ["profile", *args, "--results", str(results)],
+            env={"COLUMNS": "160", "NO_ALBUMENTATIONS_UPDATE": "1"},
+        )
+    finally:
+        os.chdir(here)
+        sys.path[:] = path_before
+        if cwd is not None:
+            for name, module in list(sys.modules.items()):
+                if str(getattr(module, "__file__", None) or "").startswith(str(cwd)):
+                    del sys.modules[name]
+    stderr = done.stderr
+    if done.exception is not None and not isinstance(done.exception, SystemExit):
+        stderr += "".join(traceback.format_exception(done.exception))
+    return subprocess.CompletedProcess(args, done.exit_code, done.stdout, stderr)
+
+
 # The TensorFlow environment's profiles the Keras and tf.data tests read, as `imgbench profile
 # ARGS` (its typer command, parsed and printed as from a terminal) in one interpreter of that env:
 # a TensorFlow start each cost 4 processes (and a main-env CLI in front of each). `--env

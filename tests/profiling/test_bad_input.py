@@ -15,8 +15,8 @@ from tests.profiling.conftest import (
     children_left,
     children_now,
     extra,
+    invoke_profile,
     read_rows,
-    run_profile,
 )
 from tests.profiling.pipelines import faulty
 
@@ -37,7 +37,9 @@ from tests.profiling.pipelines import faulty
     ],
 )
 def test_a_bad_target_is_one_line(target: str, expected: str, tmp_path: Path) -> None:
-    done = run_profile([target], tmp_path / "results", timeout=120)
+    """The command's one line and exit code (through the typer app here: a fresh process's
+    stderr and exit 2 are test_tf_data.py::test_main_environment_says_to_pass_env_tensorflow's)."""
+    done = invoke_profile([target], tmp_path / "results")
     assert done.returncode == 2
     lines = [line for line in done.stderr.splitlines() if line.strip()]
     assert len(lines) == 1, done.stderr
@@ -76,7 +78,7 @@ def test_kw_values_are_python_literals_or_text() -> None:
     assert parsed == {"size": 224, "mean": (0.5, 0.4), "root": "/data/x", "flag": True, "s": "a=b"}
 
 
-def _profile(source: object, results: Path) -> ProfileResult:
+def _profile(source: object, results: Path, batch_timeout_s: float = 3) -> ProfileResult:
     before = children_now()
     result = imgbench.profile(
         source,
@@ -85,7 +87,7 @@ def _profile(source: object, results: Path) -> ProfileResult:
         seconds=0.5,
         au_seconds=0.2,
         sample_seconds=0,
-        batch_timeout_s=3,
+        batch_timeout_s=batch_timeout_s,
         first_batch_timeout_s=10,
         results=results,
     )
@@ -106,11 +108,13 @@ def test_a_sample_that_raises_is_a_failed_row_with_its_index(tmp_path: Path) -> 
 
 
 def test_a_hung_worker_fails_its_configuration_and_the_sweep_goes_on(tmp_path: Path) -> None:
-    _profile(faulty.hangs_in_workers(), tmp_path)
+    # a 1 s batch deadline (3 s for the other faults): the hung worker's wait, then torch's own
+    # 5 s join before it terminates the worker
+    _profile(faulty.hangs_in_workers(), tmp_path, batch_timeout_s=1)
     rows = read_rows(tmp_path)
     assert list(rows["status"]) == ["ok", "failed"]  # the main process does not hang
     assert rows.iloc[0]["images_per_s_median"] > 0  # measured before the hang: kept
-    assert "timed out after 3" in rows.iloc[1]["reason"]
+    assert "timed out after 1" in rows.iloc[1]["reason"]
     assert extra(rows.iloc[1])["workers_left_after_reap"] == []
 
 

@@ -1,4 +1,6 @@
-"""`imgbench profile` end to end on the shipped example pipelines, in a fresh process each."""
+"""`imgbench profile` end to end on the shipped example pipelines: the Pillow one in a fresh
+process as a user types it, the others through the same typer command in the test process (a
+fresh interpreter's imports cost 3-5 s each)."""
 
 from __future__ import annotations
 
@@ -12,7 +14,10 @@ from imgbench.cli import app
 from tests.profiling.conftest import (
     PIPELINES,
     QUICK,
+    children_left,
+    children_now,
     extra,
+    invoke_profile,
     processes_mentioning,
     read_rows,
     run_profile,
@@ -75,7 +80,8 @@ def test_opencv_albumentations_example_with_a_python_list_index(
     Its AU phase feeds the user's own training step (``--step``): the step's rate and AU are
     reported (was test_step.py's own profile of the Pillow example)."""
     results = tmp_path / "results"
-    done = run_profile(
+    before = children_now()
+    done = invoke_profile(
         [
             f"{PIPELINES}.cv2_albumentations:make_loader",
             *("--kw", f"root={photos}", "--kw", "workers=1", "--kw", "padding=20000"),
@@ -94,7 +100,7 @@ def test_opencv_albumentations_example_with_a_python_list_index(
     assert extra(rows.iloc[0])["decode_libraries"].get("cv2", 0) > 0
     assert "`paths` (20,024 entries)" in done.stdout  # the copy-on-access advice names it
     assert "keep indexes in NumPy arrays" in done.stdout
-    assert not processes_mentioning(str(tmp_path))
+    assert not processes_mentioning(str(tmp_path)) and children_left(before) == []
     _assert_the_step_is_reported(done.stdout, rows)
 
 
@@ -134,11 +140,14 @@ class Photos:
 
 
 def test_a_module_imgbench_has_never_seen(photos: Path, tmp_path: Path) -> None:
-    """Only an import path (a file in the current folder) and a folder of images."""
+    """Only an import path (a file in the current folder, which `imgbench profile` puts on
+    sys.path: the installed `imgbench` script's folder is not the current one) and a folder of
+    images."""
     project = tmp_path / "project"
     project.mkdir()
     (project / "my_pipeline.py").write_text(USER_MODULE)
-    done = run_profile(
+    before = children_now()
+    done = invoke_profile(
         [
             "my_pipeline:Photos",
             *("--kw", f"folder={photos}", "--workers", "0", "--no-readers", *QUICK),
@@ -151,3 +160,4 @@ def test_a_module_imgbench_has_never_seen(photos: Path, tmp_path: Path) -> None:
     assert row["status"] == "ok" and row["variant"] == "my_pipeline:Photos"
     assert row["dataset_name"] == "Photos" and row["dataset_images"] == 24
     assert extra(row)["attribution"]["decode"] > 0.2  # Image.open(...).convert() on its line
+    assert children_left(before) == []
