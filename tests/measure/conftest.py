@@ -99,6 +99,17 @@ base = "probe"
 [tool.imgbench.profiles.hang.read]
 libraries = ["hang"]
 codecs = ["jpeg"]
+
+# the probe profile with light stages beside the reads: what its server imports for the whole
+# profile is PIL and lmdb (the formats stage's), not torch, torchvision and albumentations
+[tool.imgbench.profiles.probe-imports]
+base = "probe"
+[tool.imgbench.profiles.probe-imports.augment]
+libraries = ["pillow"]
+[tool.imgbench.profiles.probe-imports.format]
+libraries = ["lmdb"]
+[tool.imgbench.profiles.probe-imports.loader]
+libraries = []
 """
 
 

@@ -21,13 +21,16 @@ from imgbench.measure.allocator import GLIBC_TUNED, AllocatorUnavailableError, a
 from imgbench.measure.layout import ADDR_NO_RANDOMIZE
 from imgbench.measure.manager import Failed, Skipped
 from imgbench.measure.rounds import Measurement
+from imgbench.measure.settings import WORKER_IMPORTS_ENV
 from tests.measure.conftest import Measure, seen_by_probe
 from tests.measure.test_layout import layout_can_be_fixed
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _run(tmp_path: Path, dataset: Path, env: dict[str, str], *args: str) -> pd.DataFrame:
+def _run(
+    tmp_path: Path, dataset: Path, env: dict[str, str], *args: str, profile: str = "probe"
+) -> pd.DataFrame:
     import subprocess
 
     results = tmp_path / "results"
@@ -39,7 +42,7 @@ def _run(tmp_path: Path, dataset: Path, env: dict[str, str], *args: str) -> pd.D
             "-p",
             "no:cacheprovider",
             str(ROOT / "benches" / "bench_readers.py"),
-            "--imgbench-profile=probe",
+            f"--imgbench-profile={profile}",
             f"--dataset={dataset}",
             f"--imgbench-results={results}",
             *args,
@@ -58,17 +61,24 @@ def _run(tmp_path: Path, dataset: Path, env: dict[str, str], *args: str) -> pd.D
 def test_every_case_runs_in_a_fresh_process_with_the_recorded_environment(
     tmp_path: Path, tiny_dataset: Path, probe_env: dict[str, str]
 ) -> None:
+    # the probe profile's formats stage needs lmdb: a server told to import only what the
+    # session selected (the option, not the suite's $IMGBENCH_WORKER_IMPORTS) never imports it
+    # (test_worker_history.py checks the profile's imports, the default)
+    env = {**probe_env, "PROBE_MODULES": "lmdb"}
+    env.pop(WORKER_IMPORTS_ENV, None)
     rows = _run(
         tmp_path,
         tiny_dataset,
-        probe_env,
+        env,
         "--imgbench-allocator=glibc-tuned",
         "--imgbench-host-gate=1.3",  # every kept round says what the host was doing
+        "--imgbench-worker-imports=selected",
         "-p",
         "late_env_plugin",
     )
     probe = rows[rows["library"] == "probe"]
     assert list(probe["status"]) == ["ok", "ok"]  # jpeg and png
+    assert set(probe["worker_imports"]) == {"selected"}
     assert set(probe["process_model"]) == {"worker"}
     assert set(probe["allocator"]) == {"glibc-tuned"}
     for text in probe["allocator_env"]:
@@ -87,6 +97,7 @@ def test_every_case_runs_in_a_fresh_process_with_the_recorded_environment(
         assert s["hash_seed"] == "0" and s["malloc"] == GLIBC_TUNED and s["ld_preload"] == ""
         # the session's starting environment, whatever the runner set later; a fixed-width pid
         assert s["late"] is None and len(s["runner"]) == 10
+        assert s["modules"] == []  # lmdb: not selected, not imported
     if layout_can_be_fixed():  # the default: randomisation off in the measuring process
         assert set(probe["address_layout"]) == {"fixed"}
         assert all(s["personality"] & ADDR_NO_RANDOMIZE for s in seen)
