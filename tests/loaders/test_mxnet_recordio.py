@@ -102,10 +102,11 @@ def mx_session(
             str(BENCHES / "bench_loaders.py"),
             "--imgbench-env=mxnet",
             "--imgbench-profile=default",
-            "--imgbench-rounds=3",
-            # the profile's loader rows are 5 rounds after a warm-up: checked here, not timed
-            "--imgbench-set=loader_rounds=2",
+            # the profile's loader rows are 5 rounds after a warm-up and calibration rounds:
+            # checked here, not timed (one round each; min_round_s=0: no calibration rounds)
+            "--imgbench-rounds=1",
             "--imgbench-set=warmup_rounds=0",
+            "--imgbench-set=min_round_s=0",
             "--imgbench-process=in-process",  # correctness: no worker server to start in the env
             f"--dataset={photo_dir_48}",  # the default profile's batches are 32
             f"--imgbench-results={out / 'results'}",
