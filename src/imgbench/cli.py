@@ -14,7 +14,7 @@ from rich.table import Table
 from imgbench.attrs import load_attr
 from imgbench.console import console, err, fail
 from imgbench.paths import looks_like_path
-from imgbench.profiles import ProfileError, get_profile
+from imgbench.profiles import Profile, ProfileError, get_profile
 from imgbench.stages import STAGES
 
 app = typer.Typer(
@@ -121,37 +121,11 @@ def run(
 ) -> None:
     """Run the matrix through pytest-benchmark: one session (and parquet file) per env and dataset."""
     from imgbench.results.location import ResultsLocationError, results_location
-    from imgbench.sessions import (
-        build_missing_environments,
-        combined_exit_code,
-        plan_sessions,
-        python_for_environment,
-        run_session,
-    )
+    from imgbench.sessions import combined_exit_code, plan_sessions
 
-    try:
-        chosen = get_profile(profile)
-    except ProfileError as exc:
-        raise fail(str(exc)) from None
-    if dataset is not None and looks_like_path(dataset) and not Path(dataset).exists():
-        raise fail(f"dataset path does not exist: {dataset}")
-    if benches is None:
-        from imgbench.paths import benches_dir
-
-        try:
-            benches = benches_dir()
-        except FileNotFoundError as exc:
-            raise fail(str(exc)) from None
-    if measure not in ("wall", "instructions"):
-        raise fail(f"--measure must be wall or instructions, not {measure!r}")
+    chosen, benches = _checked_run_inputs(profile, dataset, benches, measure)
     if disk != "none":
-        from imgbench.storage.disk import unavailable_reason
-        from imgbench.storage.profiles import PROFILES
-
-        if disk not in PROFILES:
-            raise fail(f"--disk must be one of {', '.join(PROFILES)}, not {disk!r}")
-        if reason := unavailable_reason():
-            raise fail(f"--disk {disk}: {reason}")
+        _check_disk(disk)
         pytest_args = [f"--imgbench-disk={disk}", *(pytest_args or [])]
     try:
         location = results_location(results)
@@ -185,6 +159,75 @@ def run(
             create_envs=env_name is None,
         )
     child_env = {**os.environ, "IMGBENCH_RUN_GROUP": group}
+    codes = _run_sessions(
+        sessions, chosen, results, keyword, pytest_args or [], child_env, env_name
+    )
+    if any(s.disk is not None for s in sessions):
+        from imgbench.storage.records import cleanup_leftovers
+
+        cleanup_leftovers()  # a disk session killed outright (kill -9, OOM) leaves nothing
+    if codes and codes[-1] in (0, 1, 5) and measure == "wall":
+        _hold_final(sessions, chosen.name, dataset or chosen.dataset, results, location, group)
+    try:
+        written = [
+            location.path_of(f.name) for f in location.files() if f.mtime_ns >= started * 1e9 - 2e9
+        ]
+    except ResultsLocationError as exc:
+        raise fail(str(exc)) from None
+    _print_written(written)
+    raise typer.Exit(combined_exit_code(codes))
+
+
+def _checked_run_inputs(
+    profile: str, dataset: str | None, benches: Path | None, measure: str
+) -> tuple[Profile, Path]:
+    """The profile and the bench folder of a run, or one line saying which input is wrong."""
+    try:
+        chosen = get_profile(profile)
+    except ProfileError as exc:
+        raise fail(str(exc)) from None
+    if dataset is not None and looks_like_path(dataset) and not Path(dataset).exists():
+        raise fail(f"dataset path does not exist: {dataset}")
+    if benches is None:
+        from imgbench.paths import benches_dir
+
+        try:
+            benches = benches_dir()
+        except FileNotFoundError as exc:
+            raise fail(str(exc)) from None
+    if measure not in ("wall", "instructions"):
+        raise fail(f"--measure must be wall or instructions, not {measure!r}")
+    return chosen, benches
+
+
+def _check_disk(disk: str) -> None:
+    """An emulated disk that exists and can be set up here, or one line saying why not."""
+    from imgbench.storage.disk import unavailable_reason
+    from imgbench.storage.profiles import PROFILES
+
+    if disk not in PROFILES:
+        raise fail(f"--disk must be one of {', '.join(PROFILES)}, not {disk!r}")
+    if reason := unavailable_reason():
+        raise fail(f"--disk {disk}: {reason}")
+
+
+def _run_sessions(
+    sessions: list[Any],
+    chosen: Profile,
+    results: str,
+    keyword: str | None,
+    pytest_args: list[str],
+    child_env: dict[str, str],
+    env_name: str | None,
+) -> list[int]:
+    """Each session's exit code, in order; stops after an interrupted or misused session. An
+    environment that did not build is said and skipped (its cases have no rows)."""
+    from imgbench.sessions import (
+        build_missing_environments,
+        python_for_environment,
+        run_session,
+    )
+
     unbuilt: dict[str, str] = {}
     if env_name is None:
         unbuilt = build_missing_environments(
@@ -208,25 +251,12 @@ def run(
             )
         except RuntimeError as exc:
             raise fail(str(exc)) from None
-        args = session.args(python, chosen, results, keyword) + (pytest_args or [])
+        args = session.args(python, chosen, results, keyword) + pytest_args
         console.print(f"[dim]$ {' '.join(args)}[/]", highlight=False)
         codes.append(run_session(args, session.process_env(child_env)))
         if codes[-1] not in (0, 1, 5):
             break  # interrupted or a usage error: stop here
-    if any(s.disk is not None for s in sessions):
-        from imgbench.storage.records import cleanup_leftovers
-
-        cleanup_leftovers()  # a disk session killed outright (kill -9, OOM) leaves nothing
-    if codes and codes[-1] in (0, 1, 5) and measure == "wall":
-        _hold_final(sessions, chosen.name, dataset or chosen.dataset, results, location, group)
-    try:
-        written = [
-            location.path_of(f.name) for f in location.files() if f.mtime_ns >= started * 1e9 - 2e9
-        ]
-    except ResultsLocationError as exc:
-        raise fail(str(exc)) from None
-    _print_written(written)
-    raise typer.Exit(combined_exit_code(codes))
+    return codes
 
 
 def _drop_unavailable_disks(sessions: list[Any]) -> list[Any]:

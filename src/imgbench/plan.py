@@ -39,17 +39,7 @@ def _coerce(value: Any, annotation: Any, where: str) -> Any:
     origin = typing.get_origin(annotation)
     args = typing.get_args(annotation)
     if origin in (typing.Union, types.UnionType):
-        if value is None and type(None) in args:
-            return None
-        errors = []
-        for arg in args:
-            if arg is type(None):
-                continue
-            try:
-                return _coerce(value, arg, where)
-            except (TypeError, ValueError) as exc:
-                errors.append(str(exc))
-        raise ValueError(f"{where}: {value!r} fits none of {annotation}")
+        return _coerce_union(value, annotation, args, where)
     if origin is typing.Literal:
         if value in args:
             return value
@@ -59,6 +49,25 @@ def _coerce(value: Any, annotation: Any, where: str) -> Any:
             raise ValueError(f"{where}: expected a list, got {value!r}")
         item = args[0] if args else Any
         return tuple(_coerce(v, item, where) for v in value)
+    return _coerce_plain(value, annotation, where)
+
+
+def _coerce_union(value: Any, annotation: Any, args: tuple[Any, ...], where: str) -> Any:
+    """The first member of the union that reads ``value``."""
+    if value is None and type(None) in args:
+        return None
+    for arg in args:
+        if arg is type(None):
+            continue
+        try:
+            return _coerce(value, arg, where)
+        except (TypeError, ValueError):
+            continue
+    raise ValueError(f"{where}: {value!r} fits none of {annotation}")
+
+
+def _coerce_plain(value: Any, annotation: Any, where: str) -> Any:
+    """A scalar, ``Any``, a nested plan (a dataclass from a table) or ``None``."""
     if annotation is float and isinstance(value, int | float) and not isinstance(value, bool):
         return float(value)
     if annotation in (int, str, bool):

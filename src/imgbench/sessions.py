@@ -117,31 +117,54 @@ def plan_sessions(
 
         extra_benches = tuple(benches / Path(s.bench).name for s in STAGES if s.extra_datasets)
         targets += [(extra, extra_benches) for extra in profile.extra_datasets]
-    sessions = []
-    for env in environments:
-        on_extra = env == "main" or len(targets) == 1 or _runs_on_extra_datasets(profile, env)
-        for ds, target in targets:
-            secondary = ds is not None and ds != dataset
-            if secondary and not on_extra:
-                continue  # e.g. albumentationsx: its loader pipeline is the synthetic set's only
-            parts = [name]
-            if env != "main":
-                parts.append(env)
-            if ds is not None and secondary:
-                parts.append(ds)
-            sessions.append(Session(env, ds, target, "-".join(parts), secondary))
+    sessions = [
+        session
+        for env in environments
+        for session in _environment_sessions(profile, env, name, dataset, targets)
+    ]
     if "main" in environments:
-        from imgbench.stages import STAGES
-
-        allocator_benches = tuple(
-            benches / Path(s.bench).name for s in STAGES if s.name in profile.allocator_plans
-        )
-        for chosen in profile.allocators if allocator_benches else ():
-            label = f"{name}-allocator-{chosen}"
-            sessions.append(Session("main", dataset, allocator_benches, label, allocator=chosen))
+        sessions += _allocator_sessions(profile, benches, name, dataset)
     if "main" in environments and with_disks:
         sessions += disk_sessions(profile, benches, name, dataset)
     return sessions
+
+
+def _environment_sessions(
+    profile: Profile,
+    env: str,
+    name: str,
+    dataset: str | None,
+    targets: list[tuple[str | None, tuple[Path, ...]]],
+) -> list[Session]:
+    """An environment's sessions: the primary dataset, then each extra dataset it has cases on."""
+    on_extra = env == "main" or len(targets) == 1 or _runs_on_extra_datasets(profile, env)
+    sessions = []
+    for ds, target in targets:
+        secondary = ds is not None and ds != dataset
+        if secondary and not on_extra:
+            continue  # e.g. albumentationsx: its loader pipeline is the synthetic set's only
+        parts = [name]
+        if env != "main":
+            parts.append(env)
+        if ds is not None and secondary:
+            parts.append(ds)
+        sessions.append(Session(env, ds, target, "-".join(parts), secondary))
+    return sessions
+
+
+def _allocator_sessions(
+    profile: Profile, benches: Path, name: str, dataset: str | None
+) -> list[Session]:
+    """One main-environment session per allocator of the profile, over the stages it names."""
+    from imgbench.stages import STAGES
+
+    allocator_benches = tuple(
+        benches / Path(s.bench).name for s in STAGES if s.name in profile.allocator_plans
+    )
+    return [
+        Session("main", dataset, allocator_benches, f"{name}-allocator-{chosen}", allocator=chosen)
+        for chosen in (profile.allocators if allocator_benches else ())
+    ]
 
 
 def disk_sessions(profile: Profile, benches: Path, name: str, dataset: str | None) -> list[Session]:

@@ -10,6 +10,7 @@ setting that moves the bound (uint8 batches, more workers), never a guess withou
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import pandas as pd
@@ -72,6 +73,58 @@ def _decoder_of(row: Row) -> str:
     return f"{row['library']}/{row['variant']}"
 
 
+@dataclass(frozen=True)
+class _Alternatives:
+    """A stage's rows comparable with the configuration's step, and how it names its choice."""
+
+    rows: pd.DataFrame
+    used: str  # the configuration's choice, named as ``name`` names a row
+    name: Callable[[Row], str]
+    label: str
+
+
+def _read_alternatives(
+    rows: pd.DataFrame, config: Configuration, codec: str | None
+) -> _Alternatives:
+    def comparable(row: Row) -> bool:
+        full = not json_object(row.get("params_json")).get("reduce")
+        return full and (row.get("codec"), row.get("threads"), row.get("mode")) == (
+            codec,
+            1,
+            "memory",
+        )
+
+    return _Alternatives(rows[where(rows, comparable)], config.decoder, _decoder_of, "decoder")
+
+
+def _augment_alternatives(rows: pd.DataFrame, config: Configuration) -> _Alternatives:
+    recipe = config.recipe or "train-classification"
+    used = config.augment
+
+    def comparable(row: Row) -> bool:
+        single = row.get("threads") == 1 and number(row.get("batch_size")) is None
+        return single and param_is("pipeline", recipe)(row)
+
+    def name(row: Row) -> str:  # one library's variants are that library's choice
+        library = str(row["library"])
+        return used if library == used.split("/")[0] else _decoder_of(row)
+
+    return _Alternatives(rows[where(rows, comparable)], used, name, "augmentation")
+
+
+def _format_alternatives(rows: pd.DataFrame, config: Configuration) -> _Alternatives:
+    def comparable(row: Row) -> bool:
+        # reads of a local store (not writes, nor uploads to S3), from a warm page cache
+        warm = row.get("cache_state") == "warm" and row.get("mode") == "read"
+        return warm and param_is("payload", "bytes", "bytes")(row)
+
+    def name(row: Row) -> str:
+        return str(json_object(row["params_json"]).get("format") or row["library"])
+
+    used = FOLDER_FORMAT if config.format == FILES else config.format
+    return _Alternatives(rows[where(rows, comparable)], used, name, "reader (format)")
+
+
 def faster_alternative(
     bound: Bound, config: Configuration, group: pd.DataFrame, codec: str | None
 ) -> str | None:
@@ -83,58 +136,19 @@ def faster_alternative(
         return None
     rows = group[where(group, lambda r: r.get("stage") == stage and not is_ceiling(r))]
     if stage == "read":
-
-        def comparable(row: Row) -> bool:
-            full = not json_object(row.get("params_json")).get("reduce")
-            return full and (row.get("codec"), row.get("threads"), row.get("mode")) == (
-                codec,
-                1,
-                "memory",
-            )
-
-        rows = rows[where(rows, comparable)]
-        used = config.decoder
-        name = _decoder_of
-        mine = rows[where(rows, lambda r: name(r) == used)]
-        label = "decoder"
+        found = _read_alternatives(rows, config, codec)
     elif stage == "augment":
-        recipe = config.recipe or "train-classification"
-
-        def comparable(row: Row) -> bool:
-            single = row.get("threads") == 1 and number(row.get("batch_size")) is None
-            return single and param_is("pipeline", recipe)(row)
-
-        rows = rows[where(rows, comparable)]
-        used = config.augment
-
-        def name(row: Row) -> str:  # one library's variants are that library's choice
-            library = str(row["library"])
-            return used if library == used.split("/")[0] else _decoder_of(row)
-
-        mine = rows[where(rows, lambda r: name(r) == used)]
-        label = "augmentation"
+        found = _augment_alternatives(rows, config)
     else:
-
-        def comparable(row: Row) -> bool:
-            # reads of a local store (not writes, nor uploads to S3), from a warm page cache
-            warm = row.get("cache_state") == "warm" and row.get("mode") == "read"
-            return warm and param_is("payload", "bytes", "bytes")(row)
-
-        rows = rows[where(rows, comparable)]
-        label = "reader (format)"
-        used = FOLDER_FORMAT if config.format == FILES else config.format
-
-        def name(row: Row) -> str:
-            return str(json_object(row["params_json"]).get("format") or row["library"])
-
-        mine = rows[where(rows, lambda r: name(r) == used)]
-
+        found = _format_alternatives(rows, config)
+    rows, used, name, label = found.rows, found.used, found.name, found.label
     if rows.empty:
         return None
     best = rows.loc[pd.to_numeric(rows["images_per_s_median"]).idxmax()]
     if name(best) == used:
         return None
     best_ips = float(best["images_per_s_median"])
+    mine = rows[where(rows, lambda r: name(r) == used)]
     if mine.empty:
         return (
             f"try {label} {name(best)}: the fastest in the {stage} stage here "

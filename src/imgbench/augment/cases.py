@@ -51,25 +51,35 @@ def augment_cases(profile: Profile) -> list[Case]:
                 cases.append(_case(lib, {"transform": name, "input": lib.input}, threads))
         pipeline_threads = default_threads if plan.pipeline_threads_default else (1,)
         for name in pipelines:
-            if lib.pipeline_names is not None and name not in lib.pipeline_names:
-                continue
-            for threads in pipeline_threads:
-                cases.append(_case(lib, {"pipeline": name, "input": lib.pipeline_input}, threads))
-            if lib.batch_input is None or not plan.batch_sizes:
-                continue
-            fixed = f"{FIXED_SIDE}x{FIXED_SIDE}"
-            for threads in pipeline_threads:
-                if threads == 1 or plan.transform_threads_default:  # the per-image twin
-                    twin = {"pipeline": name, "input": lib.pipeline_input, "input_size": fixed}
-                    cases.append(_case(lib, twin, threads))
-                for batch in plan.batch_sizes:
-                    params = {
-                        "pipeline": name,
-                        "input": lib.batch_input,
-                        "input_size": fixed,
-                        "batch_size": batch,
-                    }
-                    cases.append(_case(lib, params, threads))
+            if lib.pipeline_names is None or name in lib.pipeline_names:
+                cases.extend(_pipeline_cases(lib, plan, name, pipeline_threads))
+    return cases
+
+
+def _pipeline_cases(
+    lib: AugmentLibrary, plan: AugmentPlan, name: str, threads_options: tuple[int | None, ...]
+) -> list[Case]:
+    """A pipeline's per-image cases, then (for a library with a batch input) its per-image
+    twins at the fixed size and its batch cases."""
+    cases = [
+        _case(lib, {"pipeline": name, "input": lib.pipeline_input}, threads)
+        for threads in threads_options
+    ]
+    if lib.batch_input is None or not plan.batch_sizes:
+        return cases
+    fixed = f"{FIXED_SIDE}x{FIXED_SIDE}"
+    for threads in threads_options:
+        if threads == 1 or plan.transform_threads_default:  # the per-image twin
+            twin = {"pipeline": name, "input": lib.pipeline_input, "input_size": fixed}
+            cases.append(_case(lib, twin, threads))
+        for batch in plan.batch_sizes:
+            params = {
+                "pipeline": name,
+                "input": lib.batch_input,
+                "input_size": fixed,
+                "batch_size": batch,
+            }
+            cases.append(_case(lib, params, threads))
     return cases
 
 
@@ -168,10 +178,33 @@ def _output_megapixels(output: Any, images_per_item: int) -> float:
     return h * w / 1e6 * images_per_item
 
 
+def _agreement_columns(ctx: CaseContext, key: str, kind: str, name: str) -> dict[str, Any]:
+    """The row's agreement columns: every library's agreement on this transform, computed once
+    per session (worker processes share it through the scratch folder)."""
+    from imgbench.augment import verify
+
+    agreements = ctx.persisted(
+        f"augment-agreements-{kind}-{name}",
+        lambda: (
+            verify.check_transform(name) if kind == "transform" else verify.check_pipeline(name)
+        ),
+    )
+    agreement = next((a for a in agreements if a.key == key), None)
+    columns: dict[str, Any] = {
+        "agreement": agreement.flag if agreement else "not verified: no result"
+    }
+    if agreement is not None and agreement.reference and agreement.check == "compare":
+        columns.update(
+            agreement_reference=agreement.reference,
+            agreement_mean_abs=agreement.mean_abs,
+            agreement_max_abs=agreement.max_abs,
+            agreement_tolerance=str(agreement.tolerance),
+        )
+    return columns
+
+
 def prepare(ctx: CaseContext, case: Case) -> Workload:
     import time
-
-    from imgbench.augment import verify
 
     plan = ctx.plan(AugmentPlan)
     lib = get_library(f"{case.library}/{case.variant}")
@@ -224,24 +257,7 @@ def prepare(ctx: CaseContext, case: Case) -> Workload:
     if checked.problem is not None:
         raise CaseFailed(f"{lib.key} {kind} {name}: output check failed on {checked.problem}")
     extra.update(checked.extra())
-    # every library's agreement on this transform, computed once per session (worker processes
-    # share it through the scratch folder)
-    agreements = ctx.persisted(
-        f"augment-agreements-{kind}-{name}",
-        lambda: (
-            verify.check_transform(name) if kind == "transform" else verify.check_pipeline(name)
-        ),
-    )
-    wanted = lib.key + ("@batch" if batch else "")
-    agreement = next((a for a in agreements if a.key == wanted), None)
-    extra["agreement"] = agreement.flag if agreement else "not verified: no result"
-    if agreement is not None and agreement.reference and agreement.check == "compare":
-        extra.update(
-            agreement_reference=agreement.reference,
-            agreement_mean_abs=agreement.mean_abs,
-            agreement_max_abs=agreement.max_abs,
-            agreement_tolerance=str(agreement.tolerance),
-        )
+    extra.update(_agreement_columns(ctx, lib.key + ("@batch" if batch else ""), kind, name))
     input_bytes = sum(im.nbytes for im in images)
     return Workload(
         items=items,

@@ -49,6 +49,25 @@ def _denorm(chw: np.ndarray) -> np.ndarray:
     return (chw.astype(np.float64) * std + mean) * 255.0
 
 
+def _task_outputs(
+    lib: AugmentLibrary,
+    task: str,
+    pairs: list[tuple[np.ndarray, np.ndarray]],
+    geometries: list[list[Any]],
+) -> list[list[np.ndarray]]:
+    """The library's recipe on every pair (a segmentation recipe at each pinned geometry)."""
+    op = lib.task_recipes()[task]()
+    got = []
+    for (image, mask), geos in zip(pairs, geometries, strict=True):
+        sample = tasks.make_sample(image, mask, op.sample)
+        if task == "segmentation" and op.pinned is not None:
+            for g in geos:
+                got.append([tasks.as_numpy(x) for x in op.pinned(sample, g)])
+        else:
+            got.append([tasks.as_numpy(op.fn(sample))])
+    return got
+
+
 def verify_task(task: str) -> list[TaskAgreement]:
     """Every installed library's recipe against the reference, on synthetic pairs."""
     pairs = verify_pairs()
@@ -65,16 +84,7 @@ def verify_task(task: str) -> list[TaskAgreement]:
         if lib.unmet_requirement():
             continue
         try:
-            op = lib.task_recipes()[task]()
-            got = []
-            for (image, mask), geos in zip(pairs, geometries, strict=True):
-                sample = tasks.make_sample(image, mask, op.sample)
-                if task == "segmentation" and op.pinned is not None:
-                    for g in geos:
-                        got.append([tasks.as_numpy(x) for x in op.pinned(sample, g)])
-                else:
-                    got.append([tasks.as_numpy(op.fn(sample))])
-            outputs[lib.task_key] = got
+            outputs[lib.task_key] = _task_outputs(lib, task, pairs, geometries)
         except Exception as exc:  # a library that breaks is named, never hidden
             results.append(TaskAgreement(lib.task_key, f"error: {type(exc).__name__}: {exc}"))
     reference = tasks.REFERENCE[task]

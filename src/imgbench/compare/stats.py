@@ -425,6 +425,114 @@ def _verdict_threshold(cost: float, threshold: float) -> str:
     return UNCHANGED
 
 
+def _metric_row(
+    b: SideCase, c: SideCase, case_id: str, metric: str, config: RegressionConfig
+) -> dict[str, Any] | None:
+    """One case's row for one metric, before correction: tested across runs (enough runs on
+    each side), across rounds (enough rounds), or against the threshold alone; None when a side
+    lacks the metric."""
+    higher = HIGHER_IS_BETTER[metric]
+    worse_if = "less" if higher else "greater"
+    better_if = "greater" if higher else "less"
+    stage = b.stage or c.stage
+    row: dict[str, Any] = {
+        "case_id": case_id,
+        "stage": stage,
+        "metric": metric,
+        "higher_is_better": higher,
+        "gating": config.gates(metric),
+        "threshold": config.threshold_for(case_id, stage, metric),
+    }
+    xb, xc = b.per_round.get(metric), c.per_round.get(metric)
+    rb, rc = b.per_run.get(metric), c.per_run.get(metric)
+    if rb is not None and rc is not None and min(len(rb), len(rc)) >= config.min_runs:
+        seed = zlib.crc32(f"{case_id}|{metric}".encode()) + config.seed
+        test = run_level_test(rb, rc, config.confidence, seed)
+        row.update(
+            method=METHOD_RUNS,
+            n_baseline=len(rb),
+            n_candidate=len(rc),
+            baseline=float(np.exp(np.log(rb).mean())),
+            candidate=float(np.exp(np.log(rc).mean())),
+            p_worse=test.p[worse_if],
+            p_better=test.p[better_if],
+            _ci=(test.ci_low, test.ci_high),
+            _logs=(np.log(rb), np.log(rc)),
+        )
+    elif xb is not None and xc is not None and min(len(xb), len(xc)) >= MIN_SAMPLES:
+        row.update(
+            method=METHOD_TEST,
+            n_baseline=len(xb),
+            n_candidate=len(xc),
+            baseline=float(np.median(xb)),
+            candidate=float(np.median(xc)),
+            p_worse=one_sided_p(xb, xc, worse_if),
+            p_better=one_sided_p(xb, xc, better_if),
+            _samples=(xb, xc),
+        )
+    elif metric in b.values and metric in c.values:
+        row.update(
+            method=METHOD_COUNT if metric in DETERMINISTIC else METHOD_THRESHOLD,
+            n_baseline=b.runs,
+            n_candidate=c.runs,
+            baseline=b.values[metric],
+            candidate=c.values[metric],
+        )
+    else:
+        return None
+    row["ratio"] = row["candidate"] / row["baseline"]
+    row["cost"] = 1 / row["ratio"] if higher else row["ratio"]
+    return row
+
+
+def _adjust_tested(tested: list[dict[str, Any]], config: RegressionConfig) -> None:
+    """One metric's tested rows: p-values corrected for their number, and each run-level row's
+    power to catch its threshold."""
+    p_worse = adjust(np.array([r["p_worse"] for r in tested]), config.correction)
+    p_better = adjust(np.array([r["p_better"] for r in tested]), config.correction)
+    for row, pw, pb in zip(tested, p_worse, p_better, strict=True):
+        row["p_worse_adjusted"], row["p_better_adjusted"] = float(pw), float(pb)
+    # Holm's (and BH's) first step tests the smallest p at alpha / m: the level a single
+    # regressed case among m must reach
+    level = config.alpha / len(tested)
+    for row in tested:
+        logs: tuple[np.ndarray, np.ndarray] | None = row.pop("_logs", None)
+        if logs is not None:
+            row["power"] = run_level_power(logs[0], logs[1], row["threshold"], level)
+
+
+def _decide(row: dict[str, Any], config: RegressionConfig, ci_for_all: bool) -> None:
+    """The row's interval and verdict (and whether it gates, by its power)."""
+    row.setdefault("power", math.nan)
+    if config.min_power is not None and row["metric"] not in DETERMINISTIC:
+        # a wall-time verdict blocks only where it could have caught the threshold
+        row["gating"] = bool(row["gating"] and row["power"] >= config.min_power)
+    higher, threshold = row["higher_is_better"], row["threshold"]
+    samples: tuple[np.ndarray, np.ndarray] | None = row.pop("_samples", None)
+    run_ci: tuple[float, float] | None = row.pop("_ci", None)
+    if samples is None and run_ci is None:
+        row["ci_low"] = row["ci_high"] = math.nan
+        row["verdict"] = _verdict_threshold(row["cost"], threshold)
+        return
+    need_ci = ci_for_all or (row["p_worse_adjusted"] < config.alpha and config.decide_on == "ci")
+    if run_ci is not None:
+        low, high = run_ci
+    elif need_ci and samples is not None:  # a tested row has _ci or _samples
+        low, high = bootstrap_ratio_ci(*samples, config, key=f"{row['case_id']}|{row['metric']}")
+    else:
+        low = high = row["ratio"]
+    row["ci_low"], row["ci_high"] = low, high
+    cost_worse_end = 1 / low if higher else high
+    row["verdict"] = _verdict_tested(
+        row["cost"],
+        cost_worse_end,
+        row["p_worse_adjusted"],
+        row["p_better_adjusted"],
+        threshold,
+        config,
+    )
+
+
 def compare_cases(
     base: dict[str, SideCase],
     cand: dict[str, SideCase],
@@ -438,109 +546,18 @@ def compare_cases(
     """
     rows: list[dict[str, Any]] = []
     for metric in config.metrics:
-        higher = HIGHER_IS_BETTER[metric]
-        worse_if = "less" if higher else "greater"
-        better_if = "greater" if higher else "less"
         tested: list[dict[str, Any]] = []
         for case_id in case_ids:
-            b, c = base[case_id], cand[case_id]
-            stage = b.stage or c.stage
-            threshold = config.threshold_for(case_id, stage, metric)
-            row: dict[str, Any] = {
-                "case_id": case_id,
-                "stage": stage,
-                "metric": metric,
-                "higher_is_better": higher,
-                "gating": config.gates(metric),
-                "threshold": threshold,
-            }
-            xb, xc = b.per_round.get(metric), c.per_round.get(metric)
-            rb, rc = b.per_run.get(metric), c.per_run.get(metric)
-            if rb is not None and rc is not None and min(len(rb), len(rc)) >= config.min_runs:
-                seed = zlib.crc32(f"{case_id}|{metric}".encode()) + config.seed
-                test = run_level_test(rb, rc, config.confidence, seed)
-                row.update(
-                    method=METHOD_RUNS,
-                    n_baseline=len(rb),
-                    n_candidate=len(rc),
-                    baseline=float(np.exp(np.log(rb).mean())),
-                    candidate=float(np.exp(np.log(rc).mean())),
-                    p_worse=test.p[worse_if],
-                    p_better=test.p[better_if],
-                    _ci=(test.ci_low, test.ci_high),
-                    _logs=(np.log(rb), np.log(rc)),
-                )
-                tested.append(row)
-            elif xb is not None and xc is not None and min(len(xb), len(xc)) >= MIN_SAMPLES:
-                row.update(
-                    method=METHOD_TEST,
-                    n_baseline=len(xb),
-                    n_candidate=len(xc),
-                    baseline=float(np.median(xb)),
-                    candidate=float(np.median(xc)),
-                    p_worse=one_sided_p(xb, xc, worse_if),
-                    p_better=one_sided_p(xb, xc, better_if),
-                    _samples=(xb, xc),
-                )
-                tested.append(row)
-            elif metric in b.values and metric in c.values:
-                row.update(
-                    method=METHOD_COUNT if metric in DETERMINISTIC else METHOD_THRESHOLD,
-                    n_baseline=b.runs,
-                    n_candidate=c.runs,
-                    baseline=b.values[metric],
-                    candidate=c.values[metric],
-                )
-            else:
+            row = _metric_row(base[case_id], cand[case_id], case_id, metric, config)
+            if row is None:
                 continue
-            row["ratio"] = row["candidate"] / row["baseline"]
-            row["cost"] = 1 / row["ratio"] if higher else row["ratio"]
+            if row["method"] in (METHOD_RUNS, METHOD_TEST):
+                tested.append(row)
             rows.append(row)
         if tested:
-            p_worse = adjust(np.array([r["p_worse"] for r in tested]), config.correction)
-            p_better = adjust(np.array([r["p_better"] for r in tested]), config.correction)
-            for row, pw, pb in zip(tested, p_worse, p_better, strict=True):
-                row["p_worse_adjusted"], row["p_better_adjusted"] = float(pw), float(pb)
-            # Holm's (and BH's) first step tests the smallest p at alpha / m: the level a single
-            # regressed case among m must reach
-            level = config.alpha / len(tested)
-            for row in tested:
-                logs: tuple[np.ndarray, np.ndarray] | None = row.pop("_logs", None)
-                if logs is not None:
-                    row["power"] = run_level_power(logs[0], logs[1], row["threshold"], level)
+            _adjust_tested(tested, config)
     for row in rows:
-        row.setdefault("power", math.nan)
-        if config.min_power is not None and row["metric"] not in DETERMINISTIC:
-            # a wall-time verdict blocks only where it could have caught the threshold
-            row["gating"] = bool(row["gating"] and row["power"] >= config.min_power)
-        higher, threshold = row["higher_is_better"], row["threshold"]
-        samples: tuple[np.ndarray, np.ndarray] | None = row.pop("_samples", None)
-        run_ci: tuple[float, float] | None = row.pop("_ci", None)
-        if samples is None and run_ci is None:
-            row["ci_low"] = row["ci_high"] = math.nan
-            row["verdict"] = _verdict_threshold(row["cost"], threshold)
-            continue
-        need_ci = ci_for_all or (
-            row["p_worse_adjusted"] < config.alpha and config.decide_on == "ci"
-        )
-        if run_ci is not None:
-            low, high = run_ci
-        elif need_ci and samples is not None:  # a tested row has _ci or _samples
-            low, high = bootstrap_ratio_ci(
-                *samples, config, key=f"{row['case_id']}|{row['metric']}"
-            )
-        else:
-            low = high = row["ratio"]
-        row["ci_low"], row["ci_high"] = low, high
-        cost_worse_end = 1 / low if higher else high
-        row["verdict"] = _verdict_tested(
-            row["cost"],
-            cost_worse_end,
-            row["p_worse_adjusted"],
-            row["p_better_adjusted"],
-            threshold,
-            config,
-        )
+        _decide(row, config, ci_for_all)
     columns = [
         "case_id",
         "stage",

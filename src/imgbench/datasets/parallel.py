@@ -104,7 +104,7 @@ class WorkerPool:
         At most four chunks of ``chunksize`` items per worker are submitted ahead of the
         results taken, so memory stays flat in the number of items (``Pool.imap`` alone would
         drain ``items`` into its task queue: 1M pending tasks for 1M images). Raises
-        :class:`WorkerDiedError` when a worker dies, naming the first item of its chunk.
+        :class:`WorkerDiedError` when a worker dies, naming the first item of each unfinished chunk.
         """
         if self._executor is None:
             yield from map(func, items)
@@ -128,10 +128,17 @@ class WorkerPool:
             try:
                 results = future.result()
             except BrokenProcessPool as exc:
+                # the pool fails every unfinished chunk and does not say whose worker died:
+                # name them all (the oldest may have waited in the queue behind the culprit)
                 name = getattr(func, "__name__", repr(func))
+                unfinished = [first] + [
+                    f for fut, f in in_flight if not fut.done() or fut.exception() is not None
+                ]
+                starts = ", ".join(f"{f!r:.60}" for f in unfinished[:8])
+                more = f" and {len(unfinished) - 8} more" if len(unfinished) > 8 else ""
                 raise WorkerDiedError(
-                    f"a worker process died while running {name} on a chunk starting at "
-                    f"{first!r:.200}: {exc}"
+                    f"a worker process died while running {name} on one of the chunks in "
+                    f"flight, starting at {starts}{more}: {exc}"
                 ) from None
             submit()
             yield from results

@@ -160,16 +160,44 @@ def inspect_file(root: Path, rel: str, *, max_pixels: int | None = None) -> Imag
         data = (root / rel).read_bytes()
     except OSError as exc:
         return BadFile(rel, f"unreadable: {exc.strerror or exc}")
+    codec = _identify(rel, data)
+    if isinstance(codec, BadFile):
+        return codec
+    im = _checked_header(rel, data, codec, limit)
+    if isinstance(im, BadFile):
+        return im
+    if problem := _decode_problem(im, codec.upper()):
+        return BadFile(rel, problem)
+    w, h = im.size
+    return ImageEntry(
+        path=rel,
+        bytes=len(data),
+        codec=codec,
+        width=w,
+        height=h,
+        mode=im.mode,
+        label=_label(rel),
+        sha256=hashlib.sha256(data).hexdigest(),
+    )
+
+
+def _identify(rel: str, data: bytes) -> str | BadFile:
+    """The file's codec by its magic bytes, or why it is not an image imgbench uses."""
     if not data:
         return BadFile(rel, "zero bytes")
     codec = sniff(data[:16])
-    if codec is None:
-        other = _other_image_format(data[:16])
-        if other:
-            return BadFile(
-                rel, f"unsupported format {other} (imgbench uses jpeg, png, webp, bmp, tiff)"
-            )
-        return BadFile(rel, "not an image (unknown format)")
+    if codec is not None:
+        return codec
+    other = _other_image_format(data[:16])
+    if other:
+        return BadFile(
+            rel, f"unsupported format {other} (imgbench uses jpeg, png, webp, bmp, tiff)"
+        )
+    return BadFile(rel, "not an image (unknown format)")
+
+
+def _checked_header(rel: str, data: bytes, codec: str, limit: int) -> Image.Image | BadFile:
+    """The opened (not decoded) image, or a corrupt header or a size over ``limit`` pixels."""
     name = codec.upper()
     try:
         with warnings.catch_warnings():
@@ -186,6 +214,11 @@ def inspect_file(root: Path, rel: str, *, max_pixels: int | None = None) -> Imag
             f"decompression bomb: {w}x{h} = {w * h / 1e6:,.0f} MP > limit {limit / 1e6:,.1f} MP "
             "(set IMGBENCH_MAX_PIXELS to allow it)",
         )
+    return im
+
+
+def _decode_problem(im: Image.Image, name: str) -> str | None:
+    """Why the whole image cannot be decoded, or converted to the RGB readers hand on."""
     mode = im.mode
     try:
         with warnings.catch_warnings():
@@ -194,25 +227,14 @@ def inspect_file(root: Path, rel: str, *, max_pixels: int | None = None) -> Imag
     except Exception as exc:
         msg = one_line(exc, limit=200)
         if "truncated" in msg.lower() or isinstance(exc, EOFError):
-            return BadFile(rel, f"truncated {name} ({msg})")
-        return BadFile(rel, f"cannot decode {name} ({mode}): {msg}")
+            return f"truncated {name} ({msg})"
+        return f"cannot decode {name} ({mode}): {msg}"
     if mode not in ("RGB", "L"):
         try:  # readers hand RGB to the pipeline; an image Pillow cannot convert is unusable
             im.convert("RGB")
         except Exception as exc:
-            return BadFile(
-                rel, f"unsupported mode {mode}: cannot convert to RGB ({one_line(exc, limit=200)})"
-            )
-    return ImageEntry(
-        path=rel,
-        bytes=len(data),
-        codec=codec,
-        width=w,
-        height=h,
-        mode=mode,
-        label=_label(rel),
-        sha256=hashlib.sha256(data).hexdigest(),
-    )
+            return f"unsupported mode {mode}: cannot convert to RGB ({one_line(exc, limit=200)})"
+    return None
 
 
 def _inspect_job(job: tuple[str, str, int]) -> ImageEntry | BadFile:
@@ -232,6 +254,25 @@ def _is_candidate(full: Path, name: str) -> bool:
     return sniff(head) is not None or _other_image_format(head) is not None
 
 
+def _sorted_names(folder: Path) -> list[str]:
+    """A folder's visible entries, folders with a trailing "/", in the order of their full
+    paths; none when the folder cannot be listed."""
+    names = []
+    try:
+        with os.scandir(folder) as listing:
+            for item in listing:
+                if item.name.startswith("."):
+                    continue
+                try:
+                    is_dir = item.is_dir(follow_symlinks=False)  # as os.walk
+                except OSError:
+                    continue
+                names.append(item.name + "/" if is_dir else item.name)
+    except OSError:
+        return []
+    return sorted(names)
+
+
 def iter_files(
     root: Path, counts: dict[str, int] | None = None
 ) -> Iterator[tuple[str, os.stat_result]]:
@@ -249,25 +290,10 @@ def iter_files(
     masks = mask_folders(Path(root))  # a segmentation layout's masks are never images to time
 
     def walk(folder: Path, prefix: str) -> Iterator[tuple[str, os.stat_result]]:
-        try:
-            with os.scandir(folder) as listing:
-                names = []
-                for item in listing:
-                    if item.name.startswith("."):
-                        continue
-                    try:
-                        is_dir = item.is_dir(follow_symlinks=False)  # as os.walk
-                    except OSError:
-                        continue
-                    names.append(item.name + "/" if is_dir else item.name)
-        except OSError:
-            return
-        names.sort()
-        for key in names:
+        for key in _sorted_names(folder):
             if key.endswith("/"):
-                if not prefix and key[:-1] in masks:
-                    continue
-                yield from walk(folder / key[:-1], prefix + key)
+                if prefix or key[:-1] not in masks:
+                    yield from walk(folder / key[:-1], prefix + key)
                 continue
             full = folder / key
             try:
@@ -383,18 +409,8 @@ def _scan_to_file(
     use_cache: bool,
     on_bad: Callable[[BadFile], None] | None,
 ) -> ManifestFile:
-    root = Path(root).expanduser()
-    if not root.exists():
-        raise DatasetError(f"dataset path does not exist: {root}")
-    if not root.is_dir():
-        raise DatasetError(f"dataset path is not a directory: {root}")
-    root = root.resolve()
-    detect_pairs(root)  # a segmentation layout whose files do not pair is an error naming them
+    root = _checked_root(root)
     limit = max_pixels_default() if max_pixels is None else int(max_pixels)
-    total = None
-    if progress:  # a count first, so the bar has an ETA
-        total = sum(1 for _ in iter_files(root))
-
     cache_path = root / CACHE_NAME
     cache = _Cache(cache_path, limit) if use_cache and cache_path.is_file() else None
     fd, name = tempfile.mkstemp(prefix="imgbench-manifest-", suffix=".parquet")
@@ -402,40 +418,11 @@ def _scan_to_file(
     out = Path(name)  # not in root: a rescan that changes nothing leaves root untouched
     writer = ManifestWriter(out, root, CACHE_COLUMNS)
     counts: dict[str, int] = {}
-    listed = 0
     n_workers = workers if workers is not None else cpu_count()
-    checked = 0
     try:
-        with contextlib.ExitStack() as stack:
-            from tqdm import tqdm
-
-            bar = tqdm(total=total, desc=f"scan {root.name}", unit="img", disable=not progress)
-            stack.enter_context(bar)
-            pool: WorkerPool | None = None
-            for batch in batched(iter_files(root, counts), BATCH):
-                listed += len(batch)
-                keys = [(st.st_size, st.st_mtime_ns) for _, st in batch]
-                items: list[ImageEntry | BadFile | None] = [
-                    cache.get(rel, key) if cache is not None else None
-                    for (rel, _), key in zip(batch, keys, strict=True)
-                ]
-                todo = [i for i, item in enumerate(items) if item is None]
-                checked += len(todo)
-                if pool is None and n_workers > 1 and len(todo) >= 64:
-                    pool = stack.enter_context(WorkerPool(n_workers))
-                jobs = ((str(root), batch[i][0], limit) for i in todo)
-                if pool is not None:
-                    results = pool.imap(_inspect_job, jobs, chunksize=16)
-                else:
-                    results = map(_inspect_job, jobs)
-                for i, result in zip(todo, results, strict=True):
-                    items[i] = result
-                for item, key in zip(items, keys, strict=True):
-                    assert item is not None
-                    writer.add(item, (*key, limit))
-                    if isinstance(item, BadFile) and on_bad is not None:
-                        on_bad(item)
-                bar.update(len(batch))
+        listed, checked = _inspect_all(
+            root, writer, cache, limit, n_workers, progress, counts, on_bad
+        )
         writer.close()
     except BaseException:
         writer.abort()
@@ -463,6 +450,68 @@ def _scan_to_file(
             f"no usable images in {root} ({writer.n_bad} bad files, e.g. {bad.path}: {bad.reason})"
         )
     return manifest
+
+
+def _checked_root(root: Path) -> Path:
+    """The dataset folder, resolved; DatasetError when it is missing, not a folder, or a
+    segmentation layout whose files do not pair."""
+    root = Path(root).expanduser()
+    if not root.exists():
+        raise DatasetError(f"dataset path does not exist: {root}")
+    if not root.is_dir():
+        raise DatasetError(f"dataset path is not a directory: {root}")
+    root = root.resolve()
+    detect_pairs(root)  # a segmentation layout whose files do not pair is an error naming them
+    return root
+
+
+def _inspect_all(
+    root: Path,
+    writer: ManifestWriter,
+    cache: _Cache | None,
+    limit: int,
+    n_workers: int,
+    progress: bool,
+    counts: dict[str, int],
+    on_bad: Callable[[BadFile], None] | None,
+) -> tuple[int, int]:
+    """Every candidate file into ``writer``, in manifest order: from the cache where its size
+    and mtime match, inspected otherwise (in a pool once a batch has enough to do). Returns the
+    files listed and those inspected."""
+    from tqdm import tqdm
+
+    total = sum(1 for _ in iter_files(root)) if progress else None  # the bar's ETA
+    listed = checked = 0
+    with contextlib.ExitStack() as stack:
+        bar = stack.enter_context(
+            tqdm(total=total, desc=f"scan {root.name}", unit="img", disable=not progress)
+        )
+        pool: WorkerPool | None = None
+        for batch in batched(iter_files(root, counts), BATCH):
+            listed += len(batch)
+            keys = [(st.st_size, st.st_mtime_ns) for _, st in batch]
+            items: list[ImageEntry | BadFile | None] = [
+                cache.get(rel, key) if cache is not None else None
+                for (rel, _), key in zip(batch, keys, strict=True)
+            ]
+            todo = [i for i, item in enumerate(items) if item is None]
+            checked += len(todo)
+            if pool is None and n_workers > 1 and len(todo) >= 64:
+                pool = stack.enter_context(WorkerPool(n_workers))
+            jobs = ((str(root), batch[i][0], limit) for i in todo)
+            if pool is not None:
+                results = pool.imap(_inspect_job, jobs, chunksize=16)
+            else:
+                results = map(_inspect_job, jobs)
+            for i, result in zip(todo, results, strict=True):
+                items[i] = result
+            for item, key in zip(items, keys, strict=True):
+                assert item is not None
+                writer.add(item, (*key, limit))
+                if isinstance(item, BadFile) and on_bad is not None:
+                    on_bad(item)
+            bar.update(len(batch))
+    return listed, checked
 
 
 def scan(

@@ -48,16 +48,11 @@ def pipeline_of(params: Mapping[str, Any]) -> tuple[str, str]:
     return augment, recipe or "train-classification"
 
 
-def why_not_exportable(row: Mapping[str, Any]) -> str | None:
-    """What the export cannot write for this row (naming what is missing), or None."""
-    from imgbench.export.decoders import DECODERS
-    from imgbench.export.loaders import LOADERS
-    from imgbench.export.recipes import NoRecipeError, recipe_code
-
-    stage, library = row.get("stage"), str(row.get("library") or "")
+def _not_a_folder_configuration(row: Mapping[str, Any], params: Mapping[str, Any]) -> str | None:
+    """Why the row is not a loader reading an image folder, or None."""
+    stage = row.get("stage")
     if stage not in STAGES:
         return f"a {stage} row is no loader configuration"
-    params = params_of(row)
     if "accelerator_images_per_s" in params:
         return "an AU emulation row (its rate is the emulated accelerator's), not a configuration"
     if params.get("storage") == "s3" or row.get("storage") == "s3":
@@ -68,6 +63,19 @@ def why_not_exportable(row: Mapping[str, Any]) -> str | None:
             f"its format {fmt!r} is a store built by imgbench's format builder "
             "(imgbench.formats), which the standalone module cannot build: it reads an image folder"
         )
+    return None
+
+
+def why_not_exportable(row: Mapping[str, Any]) -> str | None:
+    """What the export cannot write for this row (naming what is missing), or None."""
+    from imgbench.export.decoders import DECODERS
+    from imgbench.export.loaders import LOADERS
+    from imgbench.export.recipes import NoRecipeError, recipe_code
+
+    library = str(row.get("library") or "")
+    params = params_of(row)
+    if reason := _not_a_folder_configuration(row, params):
+        return reason
     if library not in LOADERS:
         return (
             f"no export template for the loader {library!r} (the export writes "

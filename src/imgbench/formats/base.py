@@ -339,6 +339,27 @@ def build_format(
     )
 
 
+def _write_plan(
+    spec: FormatSpec, entries: Entries, array_size: int, packing: Packing | None
+) -> tuple[tuple[str, ...], WritePlan]:
+    """The class names (sorted) and what the writer is told ahead: one pass over ``entries``."""
+    labels: set[str] = set()
+    total = 0
+    for e in entries:
+        total += e.bytes
+        if e.label is not None:
+            labels.add(e.label)
+    count = len(entries)
+    plan = WritePlan(
+        count_hint=count,
+        stores=spec.stores,
+        array_shape=(array_size, array_size, 3) if spec.stores == "array" else None,
+        mean_record_bytes=total / count if count else 0.0,
+        shards=packing.shards if packing else 1,
+    )
+    return tuple(sorted(labels)), plan
+
+
 def _write_all(
     spec: FormatSpec,
     module: ModuleType,
@@ -361,29 +382,13 @@ def _write_all(
 
     from imgbench.datasets.parallel import cpu_count, imap
 
-    labels: set[str] = set()
-    total = 0
-    for e in entries:
-        total += e.bytes
-        if e.label is not None:
-            labels.add(e.label)
-    classes = tuple(sorted(labels))
+    classes, plan = _write_plan(spec, entries, array_size, packing)
     class_index = {name: i for i, name in enumerate(classes)}
-    shape = (array_size, array_size, 3) if spec.stores == "array" else None
     count = len(entries)
-    plan = WritePlan(
-        count_hint=count,
-        stores=spec.stores,
-        array_shape=shape,
-        mean_record_bytes=total / count if count else 0.0,
-        shards=packing.shards if packing else 1,
-    )
     in_flight: collections.deque[ImageEntry] = collections.deque()
     skipped: list[tuple[str, str]] = []
     content = hashlib.sha256()
     totals = {"count": 0, "source_bytes": 0}
-    if progress is None:
-        progress = sys.stderr.isatty()
     reencodes = packing is not None and packing.reencodes
     n_workers = (workers or cpu_count()) if spec.parallel_write or reencodes else 1
 
@@ -396,7 +401,8 @@ def _write_all(
     keys_file = (tmp / META_DIR / KEYS).open("w", encoding="utf-8")
 
     def records() -> Generator[Record, None, None]:
-        bar = tqdm(total=count, desc=f"write {spec.name}", unit="img", disable=not progress)
+        shown = sys.stderr.isatty() if progress is None else progress
+        bar = tqdm(total=count, desc=f"write {spec.name}", unit="img", disable=not shown)
         with bar:
             for rel, payload, info in imap(_load_job, jobs(), workers=n_workers, chunksize=4):
                 bar.update()
@@ -431,7 +437,7 @@ def _write_all(
         count=totals["count"],
         classes=classes,
         stores=spec.stores,
-        array_shape=shape,
+        array_shape=plan.array_shape,
         payload_sha256=content.hexdigest(),
         source_bytes=totals["source_bytes"],
         bytes_on_disk=bytes_on_disk(tmp),

@@ -26,12 +26,12 @@ import numpy as np
 from imgbench.formats.base import (
     BuildReport,
     FormatSpec,
-    Payload,
     build_format,
     format_files,
     open_format,
 )
 from imgbench.formats.plan import FormatPlan
+from imgbench.formats.reads import StoreReads
 from imgbench.formats.registry import formats, get_format
 from imgbench.formats.session import (
     adopt_built,
@@ -195,64 +195,26 @@ def _prepare_read(ctx: CaseContext, case: Case) -> Workload:
     spec = _spec_of(case)
     cache_state, order, payload = (case.params[k] for k in ("cache_state", "order", "payload"))
     report = built_format(ctx, spec)
-    verdict = verified_format(ctx, spec, report)  # once per built store, before any timing
-    if not verdict.ok:
-        raise CaseFailed(verdict.reason())
-    checked: dict[str, Any] = {"verified_records": verdict.records}
-    if payload == "decode":
-        decoded = verified_decodes(ctx, spec, report, PillowReader().decode)
-        if not decoded.ok:
-            raise CaseFailed(f"{spec.name}: decode check failed: {decoded.problem}")
-        checked["verified_decodes"] = decoded.records
-    state: dict[str, Any] = {"it": None}
-
-    def reopen() -> None:
-        state["reader"] = open_format(spec, report.path)
-
+    checked = _checked_store(ctx, spec, report, payload)
+    # each round evicts through the cache control, which reopens the reader (bound late)
+    reads = StoreReads(
+        order, lambda: open_format(spec, report.path), lambda _: cache.before_round()
+    )
     cache = CacheControl(
         cache_state,
         format_files(report.path),
         rewarm=False,
-        reopen=(lambda: state["reader"].close(), reopen),
+        reopen=(reads.close_reader, reads.reopen),
     )
     if reason := cache.start():  # before the reader maps or caches anything
         raise Skip(reason)
-    reopen()
-    count = len(state["reader"])
-    decode = PillowReader().decode if payload == "decode" else None
+    reads.reopen()
+    count = len(reads.reader)
     extra: dict[str, Any] = {**_size_extra(report), "order": order, "payload": payload, **checked}
-
-    def stop_iteration() -> None:
-        iterator = state["it"]
-        state["it"] = None
-        if iterator is not None and hasattr(iterator, "close"):
-            iterator.close()  # releases a generator's cursor or file before the reader closes
-
-    def before_round() -> None:
-        stop_iteration()
-        cache.before_round()
-        if order == "sequential":
-            state["it"] = iter(state["reader"])
-
-    def close() -> None:
-        stop_iteration()
-        state["reader"].close()
-
-    def get(i: int) -> tuple[Payload, int]:
-        return state["reader"][i]
-
-    def step(_: int) -> tuple[Payload, int]:
-        try:
-            return next(state["it"])
-        except StopIteration:  # a calibrated round reads the store more than once: a new epoch
-            stop_iteration()
-            state["it"] = iter(state["reader"])
-            return next(state["it"])
-
-    fetch = step if order == "sequential" else get
+    fetch = reads.fetch()
     fn: Callable[[int], object] = fetch
-    if decode is not None:
-        decoder = decode
+    if payload == "decode":
+        decoder = PillowReader().decode
 
         def fetch_and_decode(i: int) -> object:
             data, label = fetch(i)
@@ -263,18 +225,36 @@ def _prepare_read(ctx: CaseContext, case: Case) -> Workload:
     items = list(range(count))
     if order == "shuffled":
         items = [int(i) for i in np.random.default_rng(SEED).permutation(count)]
-    megapixels = _megapixels(ctx, report, payload)
     return Workload(
         items=items,
         fn=fn,
         bytes_per_round=_payload_bytes(report),
-        megapixels_per_round=megapixels,
-        before_round=before_round,
+        megapixels_per_round=_megapixels(ctx, report, payload),
+        before_round=reads.before_round,
         cache=cache,
         extra=extra,
-        close=close,
+        close=reads.close,
         library_version=spec.version(),
     )
+
+
+def _checked_store(
+    ctx: CaseContext, spec: FormatSpec, report: BuildReport, payload: str
+) -> dict[str, Any]:
+    """The store's records verified (and, for a decode payload, decoded) once per built store,
+    before any timing: the counts for the row, or CaseFailed naming the problem."""
+    from imgbench.readers.pillow import PillowReader
+
+    verdict = verified_format(ctx, spec, report)
+    if not verdict.ok:
+        raise CaseFailed(verdict.reason())
+    checked: dict[str, Any] = {"verified_records": verdict.records}
+    if payload == "decode":
+        decoded = verified_decodes(ctx, spec, report, PillowReader().decode)
+        if not decoded.ok:
+            raise CaseFailed(f"{spec.name}: decode check failed: {decoded.problem}")
+        checked["verified_decodes"] = decoded.records
+    return checked
 
 
 def _payload_bytes(report: BuildReport) -> int:

@@ -168,32 +168,55 @@ def check_reader(
         with open_reader() as reader:
             if len(reader) != len(wanted):
                 note(f"{len(reader)} records, expected {len(wanted)}")
-            prints = []
-            for i, (rel, label) in enumerate(wanted[: len(reader)]):
-                want = expected(rel)  # an array format decodes each source once
-                prints.append(_fingerprint(want))
-                payload, got = reader[i]
-                if problem := difference(payload, want):
-                    note(f"record {i} ({rel}), random access: {problem}")
-                if got != label:
-                    note(f"record {i} ({rel}), random access: label {got}, expected {label}")
-            seen = 0
-            for i, (payload, got) in enumerate(reader):
-                seen += 1
-                if i >= len(prints):
-                    continue
-                rel, label = wanted[i]
-                if _fingerprint(payload) != prints[i]:
-                    problem = difference(payload, expected(rel)) or "differs"
-                    note(f"record {i} ({rel}), sequential: {problem}")
-                if got != label:
-                    note(f"record {i} ({rel}), sequential: label {got}, expected {label}")
-            if seen != len(wanted):
-                note(f"sequential iteration gave {seen} records, expected {len(wanted)}")
+            prints = _check_random_access(reader, wanted, expected, note)
+            _check_sequential(reader, wanted, prints, expected, note)
             result.records = min(len(reader), len(wanted))
     except Exception as exc:  # a reader that breaks is a finding, not a crash of the caller
         result.error = f"{type(exc).__name__}: {exc}"
     return result
+
+
+def _check_random_access(
+    reader: BaseReader,
+    wanted: list[tuple[str, int]],
+    expected: Callable[[str], Payload],
+    note: Callable[[str], None],
+) -> list[tuple[Any, ...]]:
+    """Every record by index against its source; the sources' fingerprints, in order (an
+    array format decodes each source once)."""
+    prints = []
+    for i, (rel, label) in enumerate(wanted[: len(reader)]):
+        want = expected(rel)
+        prints.append(_fingerprint(want))
+        payload, got = reader[i]
+        if problem := difference(payload, want):
+            note(f"record {i} ({rel}), random access: {problem}")
+        if got != label:
+            note(f"record {i} ({rel}), random access: label {got}, expected {label}")
+    return prints
+
+
+def _check_sequential(
+    reader: BaseReader,
+    wanted: list[tuple[str, int]],
+    prints: list[tuple[Any, ...]],
+    expected: Callable[[str], Payload],
+    note: Callable[[str], None],
+) -> None:
+    """Every record in the reader's own order against the fingerprints random access saw."""
+    seen = 0
+    for i, (payload, got) in enumerate(reader):
+        seen += 1
+        if i >= len(prints):
+            continue
+        rel, label = wanted[i]
+        if _fingerprint(payload) != prints[i]:
+            problem = difference(payload, expected(rel)) or "differs"
+            note(f"record {i} ({rel}), sequential: {problem}")
+        if got != label:
+            note(f"record {i} ({rel}), sequential: label {got}, expected {label}")
+    if seen != len(wanted):
+        note(f"sequential iteration gave {seen} records, expected {len(wanted)}")
 
 
 @dataclass

@@ -36,6 +36,7 @@ import numpy as np
 
 from imgbench.formats.base import FormatMeta, format_files
 from imgbench.formats.plan import FormatPlan
+from imgbench.formats.reads import StoreReads
 from imgbench.formats.registry import get_format, get_s3_format, s3_formats
 from imgbench.formats.s3 import (
     S3FormatSpec,
@@ -253,7 +254,8 @@ def _prepare_read(ctx: CaseContext, case: Case) -> Workload:
         return open_s3(spec, endpoint, upload.prefix, cache, meta=upload.meta)
 
     first_s = _time_to_first_sample(fresh, order, items[0])
-    state: dict[str, Any] = {"reader": fresh(), "it": None}
+    reads = StoreReads(order, fresh, lambda reader: reader.drop_cache())
+    reads.reopen()
     extra: dict[str, Any] = {
         **_size_extra(spec, upload.meta, upload.stored_bytes, upload.objects),
         "order": order,
@@ -265,40 +267,14 @@ def _prepare_read(ctx: CaseContext, case: Case) -> Workload:
         **access.extra(),
     }
 
-    def stop_iteration() -> None:
-        iterator, state["it"] = state["it"], None
-        if iterator is not None and hasattr(iterator, "close"):
-            iterator.close()
-
-    def before_round() -> None:
-        stop_iteration()
-        state["reader"].drop_cache()
-        if order == "sequential":
-            state["it"] = iter(state["reader"])
-
-    def step(_: int) -> object:
-        try:
-            return next(state["it"])
-        except StopIteration:  # only if a round were longer than the store
-            stop_iteration()
-            state["it"] = iter(state["reader"])
-            return next(state["it"])
-
-    def get(i: int) -> object:
-        return state["reader"][i]
-
-    def close() -> None:
-        stop_iteration()
-        state["reader"].close()
-
     return Workload(
         items=items,
-        fn=step if order == "sequential" else get,
+        fn=reads.fetch(),
         bytes_per_round=upload.meta.source_bytes,
-        before_round=before_round,
+        before_round=reads.before_round,
         cache_method=CACHE_METHOD,
         extra=extra,
-        close=close,
+        close=reads.close,
         library_version=spec.version(),
         calibrate=False,  # a second pass would read the client's cache, not the server
     )

@@ -24,7 +24,6 @@ def _rate(row: pd.Series) -> str:
 
 def summarise(frame: pd.DataFrame) -> str:
     """A few lines a person reads first; missing parts say why (skipped, failed, not run)."""
-    lines: list[str] = []
     gpu = frame[frame["library"] == "gpu"]
     if not gpu.empty and {"created_utc", "case_id"} <= set(gpu.columns):
         # a rerun's row replaces the earlier one of its case (a failed part run again)
@@ -38,13 +37,34 @@ def summarise(frame: pd.DataFrame) -> str:
     device = next(
         (e.get("device") for _, r in ok.iterrows() if (e := _extra(r)).get("device")), "?"
     )
-    lines.append(f"device: {device}")
+    lines = [f"device: {device}"]
+    lines += _decode_lines(frame, ok)
+    lines += _copy_lines(ok)
+    lines += _feed_lines(ok)
+    cpu_loader = frame[(frame["library"] == "torch-dataloader") & (frame["status"] == "ok")]
+    for _, r in cpu_loader.iterrows():
+        lines.append(f"DataLoader {r['variant']} at {r['workers']} workers (CPU only): {_rate(r)}")
+    from imgbench.answer.gpu import gpu_verdict
 
-    def first(variant: str) -> pd.Series | None:
-        rows = ok[ok["variant"] == variant]
-        return rows.iloc[0] if len(rows) else None
+    verdict = gpu_verdict(frame)
+    if verdict is not None:
+        lines += verdict.lines()
+    bad = gpu[gpu["status"] != "ok"]
+    for _, r in bad.iterrows():
+        lines.append(f"{r['status']}: {r['variant']}: {str(r['reason'])[:200]}")
+    return "\n".join(lines)
 
-    nvjpeg, cpu = first("decode-nvjpeg-batched"), first("decode-cpu-threads")
+
+def _first(ok: pd.DataFrame, variant: str) -> pd.Series | None:
+    rows = ok[ok["variant"] == variant]
+    return rows.iloc[0] if len(rows) else None
+
+
+def _decode_lines(frame: pd.DataFrame, ok: pd.DataFrame) -> list[str]:
+    """nvJPEG against torchvision's CPU decode, the other device decoders and augmentations,
+    and the fastest CPU decoders of the read stage."""
+    lines = []
+    nvjpeg, cpu = _first(ok, "decode-nvjpeg-batched"), _first(ok, "decode-cpu-threads")
     if nvjpeg is not None:
         line = f"nvJPEG batched decode: {_rate(nvjpeg)}"
         if cpu is not None:
@@ -65,7 +85,13 @@ def summarise(frame: pd.DataFrame) -> str:
             "CPU decoders, one thread: "
             + ", ".join(f"{r['library']}/{r['variant']} {_rate(r)}" for _, r in best.iterrows())
         )
-    ceiling = first("h2d-ceiling")
+    return lines
+
+
+def _copy_lines(ok: pd.DataFrame) -> list[str]:
+    """The pinned host-to-device ceiling, each copy against it, and the cached training steps."""
+    lines = []
+    ceiling = _first(ok, "h2d-ceiling")
     copies = ok[ok["variant"].str.startswith("h2d-") & (ok["variant"] != "h2d-ceiling")]
     if ceiling is not None:
         lines.append(f"H2D pinned ceiling (256 MiB): {ceiling['mb_per_s_median'] / 1e3:.1f} GB/s")
@@ -76,6 +102,13 @@ def summarise(frame: pd.DataFrame) -> str:
         lines.append(
             f"{r['variant']}: {_rate(r)} (batch {json.loads(r['params_json'])['batch_size']})"
         )
+    return lines
+
+
+def _feed_lines(ok: pd.DataFrame) -> list[str]:
+    """Each feed with its AU, GPUs kept busy, bytes copied and stage times; the best CPU- and
+    GPU-decode feed with the step."""
+    lines = []
     feeds = ok[ok["variant"].str.startswith("feed-")]
     for _, r in feeds.sort_values("variant").iterrows():
         e = _extra(r)
@@ -97,18 +130,7 @@ def summarise(frame: pd.DataFrame) -> str:
             share = _extra(best).get("au")
             au_s = f"{share:.0%}" if share is not None else "n/a"
             lines.append(f"best {label} feed with the step: {best['variant']}, AU {au_s}")
-    cpu_loader = frame[(frame["library"] == "torch-dataloader") & (frame["status"] == "ok")]
-    for _, r in cpu_loader.iterrows():
-        lines.append(f"DataLoader {r['variant']} at {r['workers']} workers (CPU only): {_rate(r)}")
-    from imgbench.answer.gpu import gpu_verdict
-
-    verdict = gpu_verdict(frame)
-    if verdict is not None:
-        lines += verdict.lines()
-    bad = gpu[gpu["status"] != "ok"]
-    for _, r in bad.iterrows():
-        lines.append(f"{r['status']}: {r['variant']}: {str(r['reason'])[:200]}")
-    return "\n".join(lines)
+    return lines
 
 
 def _gpu_decode(variant: str) -> bool:

@@ -89,19 +89,7 @@ def loader_cases(profile: Profile) -> list[Case]:
         for name in s.pipelines
         for t in plan.thread_sweep
     ]
-    for spec in reference:
-        dl = _partial(spec.library, plan)
-        cases += [dl(2, start_method=m) for m in plan.start_methods if m != "fork"]
-        if plan.knobs:
-            cases += [
-                dl(2, persistent_workers=False),
-                dl(2, prefetch_factor=4),
-                dl(2, pin_memory=True),
-            ]
-        cases += [dl(w, in_order=False) for w in plan.in_order_workers]
-        for name in plan.extra_pipelines:
-            config = pipeline_config(name)
-            cases += [dl(0, config=config), dl(2, config=config)]
+    cases += [c for spec in reference for c in _knob_cases(spec.library, plan)]
     cases += [c for spec in reference for c in task_cases(spec.library, plan)]
     if plan.supply_decoders:  # every full-size JPEG decoder inside the loader
         supply: Callable[..., list[Case]] = load_attr(SUPPLY_CASES)
@@ -123,6 +111,23 @@ def loader_cases(profile: Profile) -> list[Case]:
         if spec.experiment is not None:
             experiment: Callable[[LoaderPlan], list[Case]] = load_attr(spec.experiment)
             cases += experiment(plan)
+    return cases
+
+
+def _knob_cases(library: str, plan: LoaderPlan) -> list[Case]:
+    """The reference loader's start methods, knobs, out-of-order delivery and extra pipelines."""
+    dl = _partial(library, plan)
+    cases = [dl(2, start_method=m) for m in plan.start_methods if m != "fork"]
+    if plan.knobs:
+        cases += [
+            dl(2, persistent_workers=False),
+            dl(2, prefetch_factor=4),
+            dl(2, pin_memory=True),
+        ]
+    cases += [dl(w, in_order=False) for w in plan.in_order_workers]
+    for name in plan.extra_pipelines:
+        config = pipeline_config(name)
+        cases += [dl(0, config=config), dl(2, config=config)]
     return cases
 
 

@@ -55,6 +55,15 @@ def current_settings() -> ThreadSettings:
     )
 
 
+# the libraries whose own thread pools a case pins, when they are imported: module, how to read
+# the pool's size, how to set it
+_POOLS: tuple[tuple[str, str, str], ...] = (
+    ("cv2", "getNumThreads", "setNumThreads"),
+    ("torch", "get_num_threads", "set_num_threads"),
+    ("pyarrow", "cpu_count", "set_cpu_count"),
+)
+
+
 @contextlib.contextmanager
 def thread_limits(threads: int | None) -> Iterator[None]:
     """Pin every known thread pool to ``threads``; ``None`` leaves the library defaults."""
@@ -64,28 +73,20 @@ def thread_limits(threads: int | None) -> Iterator[None]:
     saved_env = {k: os.environ.get(k) for k in THREAD_ENV_VARS}
     for key in THREAD_ENV_VARS:
         os.environ[key] = str(threads)
-    cv2 = sys.modules.get("cv2")
-    torch = sys.modules.get("torch")
-    arrow = sys.modules.get("pyarrow")
-    saved_cv2 = cv2.getNumThreads() if cv2 is not None else None
-    saved_torch = torch.get_num_threads() if torch is not None else None
-    saved_arrow = arrow.cpu_count() if arrow is not None else None
+    pools = [
+        (module, getattr(module, get)(), getattr(module, put))
+        for name, get, put in _POOLS
+        if (module := sys.modules.get(name)) is not None
+    ]
     try:
-        if cv2 is not None:
-            cv2.setNumThreads(threads)
-        if torch is not None:
-            torch.set_num_threads(threads)
-        if arrow is not None:
-            arrow.set_cpu_count(threads)
+        for _, _, put in pools:
+            put(threads)
         with threadpool_limits(limits=threads):
             yield
     finally:
-        if cv2 is not None and saved_cv2 is not None:
-            cv2.setNumThreads(saved_cv2)
-        if torch is not None and saved_torch is not None:
-            torch.set_num_threads(saved_torch)
-        if arrow is not None and saved_arrow is not None:
-            arrow.set_cpu_count(saved_arrow)
+        for _, saved, put in pools:
+            if saved is not None:
+                put(saved)
         for key, value in saved_env.items():
             if value is None:
                 os.environ.pop(key, None)

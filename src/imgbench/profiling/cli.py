@@ -179,6 +179,24 @@ def _mib(value: object) -> str:
 
 
 def print_result(result: ProfileResult) -> None:
+    console.print(_configurations_table(result))
+    if result.step:
+        for line in step_lines(result):
+            console.print(line, highlight=False, soft_wrap=True)
+    _print_attribution(result)
+    console.print("advice:", highlight=False)
+    for line in result.advice:
+        console.print(f"  - {line}", highlight=False, soft_wrap=True)
+    console.print(f"rows: {result.results_path}", highlight=False)
+    if result.flame_graph is not None:
+        console.print(
+            f"flame graph: {result.flame_graph} (open in https://www.speedscope.app)",
+            highlight=False,
+        )
+
+
+def _configurations_table(result: ProfileResult) -> Table:
+    """One row per configuration: rate, first batch, AU, memory and its growth, status."""
     table = Table(title=f"imgbench profile {result.target}")
     for column in (
         "threads (0: TF default)" if result.unit == "threads" else "workers",
@@ -205,10 +223,12 @@ def print_result(result: ProfileResult) -> None:
             f"{growth / 2**20:+,.1f}" if isinstance(growth, float) else "",
             "ok" if c.status == "ok" else f"[red]failed[/]: {c.reason}",
         )
-    console.print(table)
-    if result.step:
-        for line in step_lines(result):
-            console.print(line, highlight=False, soft_wrap=True)
+    return table
+
+
+def _print_attribution(result: ProfileResult) -> None:
+    """Where the time goes per configuration, why it is missing where it is, and sampling
+    problems (on stderr)."""
     shares = Table(title="where the time goes (share of py-spy samples, all processes)")
     shares.add_column("workers", justify="right")
     for category in CATEGORIES:
@@ -232,15 +252,6 @@ def print_result(result: ProfileResult) -> None:
         console.print(f"where the time goes: {reason}", highlight=False, soft_wrap=True)
     for problem in problems:
         err.print(f"[yellow]no stacks[/] {problem}", highlight=False)
-    console.print("advice:", highlight=False)
-    for line in result.advice:
-        console.print(f"  - {line}", highlight=False, soft_wrap=True)
-    console.print(f"rows: {result.results_path}", highlight=False)
-    if result.flame_graph is not None:
-        console.print(
-            f"flame graph: {result.flame_graph} (open in https://www.speedscope.app)",
-            highlight=False,
-        )
 
 
 def step_lines(result: ProfileResult) -> list[str]:

@@ -208,6 +208,7 @@ def measure_configuration(
     keras = use_multiprocessing is not None
     if keras:
         extra.update(use_multiprocessing=use_multiprocessing, keras_setting=KERAS_SETTING)
+    shown = keras_label((workers, bool(use_multiprocessing))) if keras else f"{workers} {unit}"
     try:
         if keras:
             loader = KerasUserLoader(source, workers, bool(use_multiprocessing))
@@ -216,24 +217,16 @@ def measure_configuration(
         else:
             loader = UserLoader(source, workers, settings.batch_size, settings.batch_timeout_s)
     except Exception as exc:
-        shown = keras_label((workers, bool(use_multiprocessing))) if keras else f"{workers} {unit}"
         why = f"{label} ({shown}): {one_line(exc)}"
         return Configuration(workers, False, "failed", why, None, extra)
     batch = loader.batch_size
-    if isinstance(loader, KerasUserLoader):
-        drain = loader.dataset.max_queue_size if loader.start_method else 0  # Keras's queue
-    elif isinstance(loader, TfDataUserLoader):
-        drain = 1  # the pipeline's prefetch buffer: drained until batches must be waited for
-    else:
-        drain = workers * ((loader.loader.prefetch_factor or 0) if workers else 0)
     per_round = max(2, 2 * workers)
-    shown = keras_label((workers, bool(use_multiprocessing))) if keras else f"{workers} {unit}"
     run = LoaderRun(
         loader,
         f"{label} ({shown})",
         parallel=max(1, workers),
         warmup_batches=per_round,
-        drain_batches=drain,
+        drain_batches=_drain_batches(loader, workers),
         batch_timeout_s=settings.batch_timeout_s,
         first_batch_timeout_s=settings.first_batch_timeout_s,
         # a short phase still gets about eight memory points (short-lived pool workers included)
@@ -246,25 +239,7 @@ def measure_configuration(
     if tf_data:
         extra.update(tf_data_setting=SETTING, tf_threads=workers)
         extra["attribution_reason"] = ATTRIBUTION_REASON  # said up front: no stacks to sample
-    measurement: Measurement | None = None
-    status: str = "ok"
-    reason: str | None = None
-    try:
-        run.start()
-        measurement = _throughput(run, settings.seconds, per_round, batch)
-        if settings.step is not None:
-            extra.update(_au_user_step(run, settings, batch))
-        else:
-            extra.update(_au(run, settings))
-        if not isinstance(loader, TfDataUserLoader):  # tf.data: no stacks to attribute
-            extra.update(_stacks(run, settings, stacks_file, loader))
-    except Exception as exc:
-        status, reason = "failed", one_line(exc)
-        index = failed_index(reason)
-        if index is not None:
-            extra["failed_index"] = index
-    finally:
-        run.close()
+    measurement, status, reason = _phases(run, loader, settings, stacks_file, per_round, extra)
     extra["epochs_started"] = loader.epochs + 1
     images_per_s = (
         measurement.images_per_round / float(np.median(measurement.samples_s))
@@ -275,6 +250,46 @@ def measure_configuration(
     if images_per_s and step_rate:  # MLPerf Storage's measure, as the gpu rows give it
         extra["gpus_kept_at_90"] = images_per_s / (AU_PASS * step_rate)
     return Configuration(workers, False, status, reason, images_per_s, extra, {}, measurement)
+
+
+def _drain_batches(loader: UserLoader | TfDataUserLoader | KerasUserLoader, workers: int) -> int:
+    """Batches already made ahead when a phase starts: taken before its timing counts."""
+    if isinstance(loader, KerasUserLoader):
+        return loader.dataset.max_queue_size if loader.start_method else 0  # Keras's queue
+    if isinstance(loader, TfDataUserLoader):
+        return 1  # the pipeline's prefetch buffer: drained until batches must be waited for
+    return workers * ((loader.loader.prefetch_factor or 0) if workers else 0)
+
+
+def _phases(
+    run: LoaderRun,
+    loader: UserLoader | TfDataUserLoader | KerasUserLoader,
+    settings: ProfileSettings,
+    stacks_file: Path,
+    per_round: int,
+    extra: dict[str, Any],
+) -> tuple[Measurement | None, str, str | None]:
+    """Throughput, AU (at the user's step or the emulated one) and stacks, into ``extra``;
+    the loader closed after. A failure is the configuration's status and reason."""
+    measurement: Measurement | None = None
+    try:
+        run.start()
+        measurement = _throughput(run, settings.seconds, per_round, loader.batch_size)
+        if settings.step is not None:
+            extra.update(_au_user_step(run, settings, loader.batch_size))
+        else:
+            extra.update(_au(run, settings))
+        if not isinstance(loader, TfDataUserLoader):  # tf.data: no stacks to attribute
+            extra.update(_stacks(run, settings, stacks_file, loader))
+    except Exception as exc:
+        reason = one_line(exc)
+        index = failed_index(reason)
+        if index is not None:
+            extra["failed_index"] = index
+        return measurement, "failed", reason
+    finally:
+        run.close()
+    return measurement, "ok", None
 
 
 # A user's loader through the rounds engine: rounds of ``per_round`` batches (one pass each: a

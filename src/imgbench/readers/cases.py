@@ -94,6 +94,36 @@ def _reader_check(spec: ReaderSpec, codec: str, reduce: int | None) -> Callable[
     return check
 
 
+def _output_pixels(entry: Any, output: str, reduce: Any) -> int:
+    """Pixels of the decoded image: full size, or each side divided by ``reduce``, rounded up."""
+    if output == "full":
+        return int(entry.width * entry.height)
+    factor = int(reduce or 1)
+    return (-(-entry.width // factor)) * (-(-entry.height // factor))
+
+
+def _reader_extra(
+    spec: ReaderSpec, reader: Any, codec: str, mode: str, reduce: Any
+) -> dict[str, Any]:
+    """What the row says about the reader: its tolerance, output, call, note, the adapter's own
+    record (spdl: FFmpeg), the reduced target, pillow-simd's verified build."""
+    extra: dict[str, Any] = {
+        "verify_tolerance_mae": tolerance(codec, spec.output),
+        "output": spec.output,
+        "call": spec.disk_call if mode == "disk" else "decode(bytes)",
+    }
+    if spec.note:
+        extra["note"] = spec.note
+    extra.update(getattr(reader, "extra", None) or {})
+    if reduce:
+        extra["target"] = f"ceil(width/{reduce}) x ceil(height/{reduce})"
+    if spec.library == "pillow-simd":
+        from imgbench.envs import pillow_simd_facts
+
+        extra["verified_build"] = pillow_simd_facts()
+    return extra
+
+
 def prepare_reader(ctx: CaseContext, case: Case) -> Workload:
 
     from imgbench.measure.cache import CacheControl
@@ -109,7 +139,7 @@ def prepare_reader(ctx: CaseContext, case: Case) -> Workload:
     references = ctx.shared(  # decoded once per session, kept on disk for worker processes
         "reader-references", lambda: ReferenceCache(folder=ctx.scratch_dir() / "references")
     )
-    kept, excluded, output_pixels = [], [], 0
+    kept, excluded = [], []
     for entry, data in encoded:  # verification on every image, outside the timing
         item = data if mode == "memory" else str(ctx.path(entry))
         verdict = verify_item(
@@ -123,15 +153,10 @@ def prepare_reader(ctx: CaseContext, case: Case) -> Workload:
             reduce=reduce,
             references=references,
         )
-        if not verdict.ok:
-            excluded.append({"path": entry.path, "reason": verdict.detail})
-            continue
-        kept.append((entry, data, item))
-        if spec.output == "full":
-            output_pixels += entry.width * entry.height
+        if verdict.ok:
+            kept.append((entry, data, item))
         else:
-            factor = int(reduce or 1)
-            output_pixels += (-(-entry.width // factor)) * (-(-entry.height // factor))
+            excluded.append({"path": entry.path, "reason": verdict.detail})
     if not kept:
         first = excluded[0]
         raise CaseFailed(
@@ -141,19 +166,9 @@ def prepare_reader(ctx: CaseContext, case: Case) -> Workload:
     extra: dict[str, Any] = {
         "verified_images": len(kept),
         "excluded_images": excluded,
-        "verify_tolerance_mae": tolerance(codec, spec.output),
-        "output": spec.output,
-        "call": spec.disk_call if mode == "disk" else "decode(bytes)",
+        **_reader_extra(spec, reader, codec, mode, reduce),
     }
-    if spec.note:
-        extra["note"] = spec.note
-    extra.update(getattr(reader, "extra", None) or {})  # what the adapter records (spdl: FFmpeg)
-    if reduce:
-        extra["target"] = f"ceil(width/{reduce}) x ceil(height/{reduce})"
-    if spec.library == "pillow-simd":
-        from imgbench.envs import pillow_simd_facts
-
-        extra["verified_build"] = pillow_simd_facts()
+    output_pixels = sum(_output_pixels(entry, spec.output, reduce) for entry, _, _ in kept)
     workload = Workload(
         items=[item for _, _, item in kept],
         fn=fn,
