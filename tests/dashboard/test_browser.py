@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -24,6 +25,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
@@ -149,13 +151,28 @@ def browser() -> Iterator[Any]:
             chromium.close()
 
 
-def test_profile_page_renders_in_chromium(profile_results: Path, browser: Any) -> None:
-    """First in the module: the package's profile runs (tests/dashboard/conftest.py) are made
-    before the browser starts."""
+def test_allocator_effect_and_profile_page_render_in_chromium(
+    profile_results: Path, tmp_path: Path, browser: Any
+) -> None:
+    """A run with allocator sessions: the pages draw one chart more (the allocator effect). The
+    same server shows the package's `imgbench profile` runs (tests/dashboard/conftest.py; first
+    in the module, so they are made before the browser starts) on their page. A profile run is
+    never preselected over a benchmark run (test_profile_page.py), so the stage pages still show
+    the allocator run: one server start fewer than a folder each."""
+    results = tmp_path / "results"
+    results.mkdir()
+    write_allocator_run(results)
+    copied = []
+    for path in profile_results.glob("*.parquet"):
+        if set(pd.read_parquet(path, columns=["stage"])["stage"]) == {"profile"}:
+            copied.append(shutil.copy(path, results / path.name))
+    assert copied, list(profile_results.iterdir())
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    with serve(profile_results) as url:
+    with serve(results) as url:
         page = browser.new_page(viewport={"width": 1400, "height": 1000})
         try:
+            for path, charts in ALLOCATOR_PAGES.items():
+                _visit(page, url, path, charts, f"{path}-allocators")
             _visit(page, url, "profile", 1, "profile")
             assert page.get_by_text("Where the time goes").count() == 1
         finally:
@@ -179,21 +196,6 @@ def test_every_page_renders_in_chromium(standard_folder: Path, browser: Any) -> 
         try:
             for path, charts in PAGES.items():
                 _visit(page, url, path, charts, path or "overview")
-        finally:
-            page.close()
-
-
-def test_allocator_effect_renders_in_chromium(tmp_path: Path, browser: Any) -> None:
-    """A run with allocator sessions: the pages draw one chart more (the allocator effect)."""
-    results = tmp_path / "results"
-    results.mkdir()
-    write_allocator_run(results)
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    with serve(results) as url:
-        page = browser.new_page(viewport={"width": 1400, "height": 1000})
-        try:
-            for path, charts in ALLOCATOR_PAGES.items():
-                _visit(page, url, path, charts, f"{path}-allocators")
         finally:
             page.close()
 
