@@ -31,10 +31,10 @@ def test_ray_data_row_is_steady_state_and_leaves_no_ray_process(
             str(BENCHES / "bench_loaders.py"),
             f"--dataset={photo_dir_48}",
             "--imgbench-profile=ray",
-            "--imgbench-rounds=3",
-            # the default profile's loader rows time 5 rounds (loader_rounds), each at least Ray
-            # Data's 3 s round floor: 3 are enough for a median against the steady rate
-            "--imgbench-set=loader_rounds=3",
+            # every stage's rounds, the loaders' too (the default profile's loader rows time 5):
+            # each Ray round lasts at least Ray Data's 3 s floor (after a warm-up and a calibration
+            # round of as long), so 2 rounds are 6+ s of batches to set against the steady rate
+            "--imgbench-rounds=2",
             f"--imgbench-results={tmp_path / 'results'}",
             "-k",
             "ray-data or (torch-dataloader and t1-0] and files-opencv-albumentations-32)",
