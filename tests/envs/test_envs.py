@@ -36,6 +36,7 @@ from imgbench.envs import (
 from imgbench.objectstore.server import weed_missing
 from imgbench.paths import repo_root
 from tests.formats.mosaic_session import mosaic_run
+from tests.profiling.tf_env_run import tf_env_run
 
 ROOT = repo_root()
 
@@ -106,37 +107,19 @@ def test_pillow_simd_env_is_a_verified_simd_build() -> None:
     assert out.stdout.split() == ["pillow-simd", "None"]
 
 
-def test_tensorflow_env_decodes_real_photos_within_tolerance(tmp_path: Path) -> None:
-    python = _existing("tensorflow")
-    from tests.readers.images import photo_bytes
-
-    for name in ("coffee", "chelsea"):
-        (tmp_path / f"{name}.jpg").write_bytes(photo_bytes(name, "jpeg"))
-        (tmp_path / f"{name}.png").write_bytes(photo_bytes(name, "png"))
-    code = f"""
-import sys
-from pathlib import Path
-from imgbench.readers.registry import find_spec, build_reader
-from imgbench.readers.verify import verify_item
-for variant in ("decode-image", "decode-jpeg"):
-    spec = find_spec("tensorflow", variant)
-    reader = build_reader(spec)
-    for path in sorted(Path({str(tmp_path)!r}).iterdir()):
-        codec = "jpeg" if path.suffix == ".jpg" else "png"
-        if codec not in spec.codecs:
-            continue
-        data = path.read_bytes()
-        for fn, item in ((reader.decode, data), (reader.read, str(path))):
-            v = verify_item(fn, item, path=path.name, data=data, key=path.name, codec=codec)
-            print(variant, path.name, v.ok, v.detail, v.mae)
-"""
-    proc = subprocess.run(
-        [str(python), "-c", code], capture_output=True, text=True, timeout=240, check=False
-    )
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    lines = proc.stdout.strip().splitlines()
-    assert len(lines) == 12, proc.stdout
-    assert all(line.split()[2] == "True" for line in lines), proc.stdout
+def test_tensorflow_env_decodes_real_photos_within_tolerance(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    """Both TensorFlow readers, bytes and path, on two photos as JPEG and PNG, verified against
+    the reference decode there: in the env's one interpreter of the test process, before the
+    Keras and tf.data profiles it runs (tests/profiling/tf_env_run.py)."""
+    _existing("tensorflow")
+    run = tf_env_run(tmp_path_factory)
+    assert run.returncode == 0 and run.found, run.output
+    assert "decode_error" not in run.found, run.found["decode_error"]
+    lines = run.found["decodes"]
+    assert len(lines) == 12, lines  # decode-image: JPEG and PNG; decode-jpeg: JPEG; x2 photos x2
+    assert all(ok is True for _, _, ok, _, _ in lines), lines
 
 
 def test_this_interpreter_is_not_an_env() -> None:
