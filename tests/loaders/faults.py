@@ -72,9 +72,9 @@ def fault_cases(profile: Any) -> list[Any]:
     hangs = functools.partial(cases.prepare_loader, wrap=HangsOnIndex)
     wrong_labels = functools.partial(cases.prepare_loader, wrap=ShiftsLabels)
     # a hung case waits out its timeout (its loader's own wait, or 3x for the first batch): 1 s,
-    # not 2 (about 1 s less a hung case; most of their time is their shutdown's own 5 s joins of
-    # the stuck worker). The others keep the default timeouts: their error or first batch comes
-    # without waiting for one, however busy the host.
+    # not 2, and its shutdown's join of the stuck worker 1 s too (HUNG_JOIN_S). The others keep
+    # the default timeouts: their error or first batch comes without waiting for one, however
+    # busy the host.
     hung = {"plan": plan, "batch_timeout_s": 1.0}
     return [
         cases.loader_case("torch-dataloader", 2, prepare=raises, plan=plan),
@@ -89,10 +89,20 @@ def fault_cases(profile: Any) -> list[Any]:
     ]
 
 
+# A stuck worker is ended once its loader's join of it times out: the DataLoader's (torch's
+# MP_STATUS_CHECK_INTERVAL, read when it shuts its workers down) and the thread pool's
+# (JOIN_TIMEOUT_S) are 5 s. Four cases here hang on purpose: the same shutdown after 1 s.
+HUNG_JOIN_S = 1.0
+
+
 def pytest_configure(config: pytest.Config) -> None:
-    from imgbench.loaders import cases
+    import torch.utils.data._utils as torch_data_utils
+
+    from imgbench.loaders import cases, threads
 
     cases.loader_cases = fault_cases  # type: ignore[assignment]
+    torch_data_utils.MP_STATUS_CHECK_INTERVAL = HUNG_JOIN_S
+    threads.JOIN_TIMEOUT_S = HUNG_JOIN_S
 
 
 def pytest_runtest_teardown(item: pytest.Item) -> None:
