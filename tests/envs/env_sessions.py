@@ -7,17 +7,21 @@ rounds. The session selects its env's own cases; ``keyword`` narrows them furthe
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import pytest
 
 from imgbench.envs import env_dir
 from imgbench.paths import repo_root
+from tests.envs.env_probe import PROBE_ENV
 
-BENCHES = Path(__file__).resolve().parents[2] / "benches"
+REPO = Path(__file__).resolve().parents[2]
+BENCHES = REPO / "benches"
 
 PROFILE = """
 [tool.imgbench.profiles.env-e2e]
@@ -48,10 +52,21 @@ def env_python(name: str) -> Path:
     return python
 
 
-def run_session(name: str, out: Path, dataset: Path, keyword: str) -> pd.DataFrame:
-    """The augment and loader benches in env ``name``; its rows (the session must pass)."""
+def run_session(
+    name: str, out: Path, dataset: Path, keyword: str, probe: dict[str, Any] | None = None
+) -> pd.DataFrame:
+    """The augment and loader benches in env ``name``; its rows (the session must pass). With
+    ``probe`` (tests/envs/env_probe.py's setting, less its ``out``), what the probe found after
+    the cases is in ``out/probe/probe.json``."""
     python = env_python(name)
     (out / "pyproject.toml").write_text(PROFILE)
+    env = {**os.environ, "IMGBENCH_PYPROJECT": str(out / "pyproject.toml")}
+    plugin: list[str] = []
+    if probe is not None:
+        (out / "probe").mkdir()
+        env[PROBE_ENV] = json.dumps({**probe, "out": str(out / "probe")})
+        env["PYTHONPATH"] = os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])
+        plugin = ["-p", "tests.envs.env_probe"]
     proc = subprocess.run(
         [
             str(python),
@@ -70,9 +85,10 @@ def run_session(name: str, out: Path, dataset: Path, keyword: str) -> pd.DataFra
             "--imgbench-process=in-process",
             "-k",
             keyword,
+            *plugin,
         ],
         cwd=out,
-        env={**os.environ, "IMGBENCH_PYPROJECT": str(out / "pyproject.toml")},
+        env=env,
         capture_output=True,
         text=True,
         timeout=600,

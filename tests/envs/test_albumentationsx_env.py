@@ -7,11 +7,10 @@ photos) is shared by the module.
 
 from __future__ import annotations
 
-import functools
 import json
-import subprocess
 from importlib import metadata
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import pytest
@@ -21,21 +20,43 @@ from imgbench.envs import (
     main_site_packages,
     shadowed_distributions,
     site_packages_of,
-    verify_env,
 )
-from imgbench.paths import repo_root
 from tests.envs.env_sessions import env_python, run_session
+
+ENTRIES = ("albumentations/numpy", "albumentationsx/numpy")
 
 
 @pytest.fixture(scope="module")
-def ax_rows(tmp_path_factory: pytest.TempPathFactory, tiny_dataset: Path) -> pd.DataFrame:
+def session(
+    tmp_path_factory: pytest.TempPathFactory, tiny_dataset: Path
+) -> tuple[pd.DataFrame, Path]:
+    """The env's session, with tests/envs/env_probe.py after its cases: the env's verified
+    facts and the registry's verdict on both entries there (each was an interpreter of its own,
+    importing torch and OpenCV again)."""
     out = tmp_path_factory.mktemp("albumentationsx-session")
-    return run_session("albumentationsx", out, tiny_dataset, "albumentationsx")
+    rows = run_session(
+        "albumentationsx", out, tiny_dataset, "albumentationsx", {"augment": ENTRIES}
+    )
+    return rows, out / "probe" / "probe.json"
 
 
-def test_the_env_is_albumentationsx_layered_over_the_main_env() -> None:
+@pytest.fixture(scope="module")
+def ax_rows(session: tuple[pd.DataFrame, Path]) -> pd.DataFrame:
+    return session[0]
+
+
+@pytest.fixture(scope="module")
+def probe(session: tuple[pd.DataFrame, Path]) -> dict[str, Any]:
+    found: dict[str, Any] = json.loads(session[1].read_text())
+    assert "error" not in found, found["error"]
+    assert found["environment"] == "albumentationsx"
+    assert found["problem"] is None, found["problem"]  # what verify_env raises on
+    return found
+
+
+def test_the_env_is_albumentationsx_layered_over_the_main_env(probe: dict[str, Any]) -> None:
     python = env_python("albumentationsx")
-    found = facts()
+    found = probe["facts"]
     assert found["albumentationsx"].startswith("2.5.")
     assert found["albumentations"] == found["albumentationsx"]  # the module is AlbumentationsX
     assert found["licence"].startswith("AGPL-3.0") and found["module-own-site"] == "True"
@@ -48,14 +69,8 @@ def test_the_env_is_albumentationsx_layered_over_the_main_env() -> None:
     assert not any((own / name).exists() for name in ("numpy", "cv2", "torch"))
     # the main env keeps MIT albumentations 2.0.8, whose entry does not run in the env
     assert metadata.version("albumentations").startswith("2.0.")
-    code = (
-        "from imgbench.augment.registry import get_library as g;"
-        "print(g('albumentations/numpy').unmet_requirement());"
-        "print(g('albumentationsx/numpy').unmet_requirement())"
-    )
-    out = subprocess.run([str(python), "-c", code], capture_output=True, text=True, check=True)
-    replaced, own_entry = out.stdout.strip().splitlines()
-    assert "albumentationsx environment replaces" in replaced and own_entry == "None"
+    replaced, own_entry = (probe["unmet"][name] for name in ENTRIES)  # in the env
+    assert "albumentationsx environment replaces" in replaced and own_entry is None
 
 
 def test_albumentationsx_problems_are_named() -> None:
@@ -79,28 +94,20 @@ def test_imgbench_env_names_both_licences() -> None:
     assert (status.version or "").startswith("2.5.")
 
 
-def test_rows_say_albumentationsx_and_its_version(ax_rows: pd.DataFrame) -> None:
+def test_rows_say_albumentationsx_and_its_version(
+    ax_rows: pd.DataFrame, probe: dict[str, Any]
+) -> None:
     assert (ax_rows.status == "ok").all(), ax_rows.reason.tolist()
     assert (ax_rows.environment == "albumentationsx").all()
     augment = ax_rows[ax_rows.stage == "augment"]
     assert set(augment.library) == {"albumentationsx"}
-    assert set(augment.library_version) == {metadata_in_env_version()}
+    assert set(augment.library_version) == {probe["facts"]["albumentationsx"]}
     assert {
         json.loads(p).get("transform") or json.loads(p).get("pipeline") for p in augment.params_json
     } == {
         "hflip",
         "train-classification",
     }
-
-
-@functools.cache
-def facts() -> dict[str, str]:
-    """The env's verified facts, read once (each read imports torch and OpenCV there)."""
-    return verify_env("albumentationsx", repo_root())
-
-
-def metadata_in_env_version() -> str:
-    return facts()["albumentationsx"]
 
 
 def test_an_agreement_case_passes_in_the_env(ax_rows: pd.DataFrame) -> None:
@@ -111,11 +118,13 @@ def test_an_agreement_case_passes_in_the_env(ax_rows: pd.DataFrame) -> None:
     assert extra["output_check"].startswith("pass"), extra
 
 
-def test_the_default_loader_pipeline_runs_with_albumentationsx(ax_rows: pd.DataFrame) -> None:
+def test_the_default_loader_pipeline_runs_with_albumentationsx(
+    ax_rows: pd.DataFrame, probe: dict[str, Any]
+) -> None:
     loader = ax_rows[ax_rows.stage == "loader"]
     assert set(loader.workers) == {0, 2}  # the default profile's extra-pipeline counts
     for _, row in loader.iterrows():
         extra = json.loads(row.extra_json)
         assert row.variant == "files-opencv-albumentationsx"
         assert extra["first_batch_check"] == "pass"
-        assert extra["pipeline_versions"]["albumentationsx"] == metadata_in_env_version()
+        assert extra["pipeline_versions"]["albumentationsx"] == probe["facts"]["albumentationsx"]
