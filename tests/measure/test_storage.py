@@ -103,7 +103,9 @@ def test_rows_carry_their_disk(engine: Engine, tiny_dataset: Path) -> None:
             return case.library == "raw-file" and case.params["mode"] == "read"
         return case.library == "pillow" and case.params.get("codec") == "jpeg"
 
-    outcomes = [*engine("read", keep, rounds=2), *engine("format", keep, rounds=2)]
+    # in this process: the columns are the case's, whatever runs it (worker path: test_worker.py)
+    here = {"rounds": 2, "process_model": "in-process"}
+    outcomes = [*engine("read", keep, **here), *engine("format", keep, **here)]
     assert {c.stage for c, _ in outcomes} == {"read", "format"}
     expected = storage_facts(tiny_dataset)
     assert expected is not None
