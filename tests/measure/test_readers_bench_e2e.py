@@ -101,7 +101,9 @@ def test_import_foreign_benchmark_json(tmp_path: Path) -> None:
     (tmp_path / "test_plain.py").write_text(
         "def test_sum(benchmark):\n    benchmark(sum, range(1000))\n"
     )
-    proc = run_pytest(["test_plain.py", "--benchmark-json=plain.json"], cwd=tmp_path)
+    # pytest-benchmark's default max time is 1 s of rounds: the row needs a few, not a second
+    args = ["test_plain.py", "--benchmark-json=plain.json", "--benchmark-max-time=0.05"]
+    proc = run_pytest(args, cwd=tmp_path)
     assert proc.returncode == 0, proc.stdout
     (row,) = rows_from_json(tmp_path / "plain.json")
     assert row["stage"] == "pytest-benchmark"
