@@ -121,7 +121,12 @@ def build(pipeline, params):
 
 
 LOADER = LoaderSpec(
-    library="toyloader", module=__name__, requires=("torch",), processes=False, workers=(0,)
+    library="toyloader",
+    module=__name__,
+    requires=("torch",),
+    processes=False,
+    workers=(0,),
+    pipelines=("pillow-pil",),
 )
 '''
 
@@ -180,7 +185,7 @@ def test_toy_libraries_of_every_stage_are_collected_verified_and_run(
     results = tmp_path / "results"
     env = {
         **os.environ,
-        "PYTHONPATH": os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")]),
+        "PYTHONPATH": os.pathsep.join([str(site), str(ROOT), os.environ.get("PYTHONPATH", "")]),
         "IMGBENCH_PYPROJECT": str(pyproject),
     }
     run = subprocess.run(
@@ -194,6 +199,10 @@ def test_toy_libraries_of_every_stage_are_collected_verified_and_run(
             "--name=toy",
             "--",
             "--imgbench-process=in-process",  # correctness: no worker server to start and fork
+            # no torchvision, kornia or albumentations (tests/extending_blocks.py): the toy's
+            # hflip is verified against Pillow's, and the toy loader's pipeline is Pillow's
+            "-p",
+            "tests.extending_blocks",
         ],
         cwd=ROOT,
         env=env,
@@ -214,6 +223,8 @@ def test_toy_libraries_of_every_stage_are_collected_verified_and_run(
     reader = extra[("read", "toyreader", "memory")]
     assert reader["verified_images"] == 8 and reader["excluded_images"] == []
     assert extra[("augment", "toyaug", None)]["agreement"] == "pass"
+    # compared with a reference library's pixels, not only shape-checked
+    assert extra[("augment", "toyaug", None)]["agreement_reference"] == "pillow/pil"
     # the session's sample: max_images (8), grown to all 10 images (no 8 have the folder's means)
     read = rows[(rows["stage"] == "format") & (rows["mode"] == "read")].iloc[0]
     assert extra[("format", "toyformat", "read")]["records"] == read["sample_images"] == 10
