@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -71,27 +72,45 @@ print(json.dumps(out))
 """
 
 
-def test_imdecode_verifies_on_real_photos_and_names_bad_files(tmp_path: Path) -> None:
+@pytest.fixture(scope="module")
+def mx_checks(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any], Path]:
+    """The reader's checks and MXNet's own RecordIO writer, in one interpreter of the env (each
+    was one: an MXNet import apiece): what the reader found, and the folder both wrote to."""
     python = _python()
     from tests.readers.images import photo_bytes
 
+    tmp_path = tmp_path_factory.mktemp("mxnet-checks")
+    photos, records = tmp_path / "photos", tmp_path / "records"
+    photos.mkdir()
+    records.mkdir()
     for name in ("coffee", "chelsea"):
         for codec in ("jpeg", "png", "bmp", "tiff", "webp"):
-            (tmp_path / f"{name}.{codec}").write_bytes(photo_bytes(name, codec))
+            (photos / f"{name}.{codec}").write_bytes(photo_bytes(name, codec))
     jpeg = photo_bytes("coffee", "jpeg")
-    (tmp_path / "odd-truncated.jpeg").write_bytes(jpeg[: len(jpeg) // 2])
-    (tmp_path / "odd-empty.jpeg").write_bytes(b"")
-    (tmp_path / "odd-text.jpeg").write_bytes(b"this is not an image")
-    (tmp_path / "odd-png-named.jpeg").write_bytes(photo_bytes("coffee", "png"))
+    (photos / "odd-truncated.jpeg").write_bytes(jpeg[: len(jpeg) // 2])
+    (photos / "odd-empty.jpeg").write_bytes(b"")
+    (photos / "odd-text.jpeg").write_bytes(b"this is not an image")
+    (photos / "odd-png-named.jpeg").write_bytes(photo_bytes("coffee", "png"))
+    payloads = _recordio_payloads(records)
+    (records / "payloads.json").write_text(
+        json.dumps([[i % 2, data.hex()] for i, data in enumerate(payloads)])
+    )
     proc = subprocess.run(
-        [str(python), "-c", _READER_SCRIPT, str(tmp_path)],
+        [str(python), "-c", _READER_SCRIPT + _MX_WRITE_SCRIPT, str(photos), str(records)],
         capture_output=True,
         text=True,
         timeout=240,
         check=False,
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
-    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    out: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
+    return out, records
+
+
+def test_imdecode_verifies_on_real_photos_and_names_bad_files(
+    mx_checks: tuple[dict[str, Any], Path],
+) -> None:
+    out, _ = mx_checks
     assert out["environment"] == "mxnet"
     decoded = [p for p in out["photos"] if p[1]]
     assert len(decoded) == 16 and all(p[2] for p in decoded), decoded  # 2 photos x 4 codecs x 2
@@ -109,13 +128,12 @@ def test_imdecode_verifies_on_real_photos_and_names_bad_files(tmp_path: Path) ->
     assert odd["odd-png-named"].endswith("verified True")  # decoded by its content
 
 
+# after the reader's checks, in the same interpreter: MXNet's own writer
 _MX_WRITE_SCRIPT = """
-import json, sys
-from pathlib import Path
 from imgbench.loaders.mxnet_recordio import import_mxnet
 mx = import_mxnet()
-out = Path(sys.argv[1])
-payloads = json.loads(Path(sys.argv[2]).read_text())
+out = Path(sys.argv[2])
+payloads = json.loads((out / "payloads.json").read_text())
 writer = mx.recordio.MXIndexedRecordIO(str(out / "mx.idx"), str(out / "mx.rec"), "w")
 for i, (label, hexdata) in enumerate(payloads):
     header = mx.recordio.IRHeader(0, float(label), i, 0)
@@ -124,15 +142,14 @@ writer.close()
 """
 
 
-def test_imgbench_writes_the_bytes_mx_recordio_writes(tmp_path: Path) -> None:
-    """The main env's hand-written `recordio` format against MXNet's own writer, byte for byte,
-    magic words inside the data (multi-part records) included."""
+def _recordio_payloads(folder: Path) -> list[bytes]:
+    """imgbench's hand-written `recordio` of four payloads in ``folder`` (ib.rec, ib.idx), magic
+    words inside the data (multi-part records) included; the payloads."""
     import struct
 
     from imgbench.formats import recordio
     from tests.readers.images import photo_bytes
 
-    python = _python()
     magic = struct.pack("<I", recordio.MAGIC)
     payloads = [
         photo_bytes("coffee", "jpeg"),
@@ -140,19 +157,18 @@ def test_imgbench_writes_the_bytes_mx_recordio_writes(tmp_path: Path) -> None:
         magic + b"tail",
         b"odd",
     ]
-    with (tmp_path / "ib.rec").open("wb") as rec, (tmp_path / "ib.idx").open("w") as idx:
+    with (folder / "ib.rec").open("wb") as rec, (folder / "ib.idx").open("w") as idx:
         for i, data in enumerate(payloads):
             idx.write(f"{i}\t{rec.tell()}\n")
             rec.write(recordio.encode_record(recordio.pack(i % 2, i, data)))
-    spec = tmp_path / "payloads.json"
-    spec.write_text(json.dumps([[i % 2, data.hex()] for i, data in enumerate(payloads)]))
-    proc = subprocess.run(
-        [str(python), "-c", _MX_WRITE_SCRIPT, str(tmp_path), str(spec)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    assert (tmp_path / "ib.rec").read_bytes() == (tmp_path / "mx.rec").read_bytes()
-    assert (tmp_path / "ib.idx").read_text() == (tmp_path / "mx.idx").read_text()
+    return payloads
+
+
+def test_imgbench_writes_the_bytes_mx_recordio_writes(
+    mx_checks: tuple[dict[str, Any], Path],
+) -> None:
+    """The main env's hand-written `recordio` format against MXNet's own writer, byte for byte,
+    magic words inside the data (multi-part records) included."""
+    _, records = mx_checks
+    assert (records / "ib.rec").read_bytes() == (records / "mx.rec").read_bytes()
+    assert (records / "ib.idx").read_text() == (records / "mx.idx").read_text()
