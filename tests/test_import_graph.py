@@ -12,6 +12,8 @@ is always initialised before any of its submodules runs.
 from __future__ import annotations
 
 import ast
+import functools
+import json
 import subprocess
 import sys
 import textwrap
@@ -88,13 +90,19 @@ def module_imports(
     return {n for n in found if n in known and n != module and n not in _ancestors(module)}
 
 
+@functools.cache
+def parsed(path: Path) -> ast.Module:
+    """The syntax tree of ``path``, parsed once per test process (the real package's modules are
+    read by several tests; the checker's own packages are each in a fresh tmp_path)."""
+    return ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+
+
 def import_graph(src: Path, package: str) -> Graph:
     """Module -> the package's modules it imports at import time."""
     modules = discover(src, package)
     graph: Graph = {}
     for name, (path, is_package) in modules.items():
-        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
-        graph[name] = module_imports(name, is_package, tree, modules)
+        graph[name] = module_imports(name, is_package, parsed(path), modules)
     return graph
 
 
@@ -265,23 +273,32 @@ def test_relative_and_guarded_imports_are_edges(tmp_path: Path) -> None:
 # -- the real package -------------------------------------------------------------------------
 
 
+@functools.cache
+def _real_modules() -> dict[str, tuple[Path, bool]]:
+    return discover(SRC, PACKAGE)
+
+
+@functools.cache
+def _real_graph() -> Graph:
+    return import_graph(SRC, PACKAGE)
+
+
 def test_the_package_is_found() -> None:
-    graph = import_graph(SRC, PACKAGE)
+    graph = _real_graph()
     assert {"imgbench.cli", *STAGE_CASES} <= graph.keys()
     assert "imgbench.readers.verify" in graph["imgbench.readers.cases"]
 
 
 def test_imgbench_has_no_import_cycles() -> None:
-    cycles = find_cycles(import_graph(SRC, PACKAGE))
+    cycles = find_cycles(_real_graph())
     assert not cycles, f"import cycles in {PACKAGE}:\n{_describe(cycles)}"
 
 
 def _imports_anywhere(module: str) -> set[str]:
     """Every name ``module`` imports, at import time or later (inside functions too)."""
-    path, is_package = discover(SRC, PACKAGE)[module]
-    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    path, is_package = _real_modules()[module]
     found: set[str] = set()
-    for node in ast.walk(tree):
+    for node in ast.walk(parsed(path)):
         if isinstance(node, ast.Import | ast.ImportFrom):
             found |= imported_names(node, module, is_package)
     return found
@@ -303,7 +320,7 @@ def test_stage_checks_never_reach_for_the_cli(stage: str) -> None:
 
 def test_only_the_cli_imports_the_verify_commands() -> None:
     commands = [f"imgbench.{stage}.verify_cli" for stage in ("readers", "augment", "formats")]
-    graph_modules = discover(SRC, PACKAGE)
+    graph_modules = _real_modules()
     assert set(commands) <= graph_modules.keys()
     importers = {
         module: sorted(name for name in _imports_anywhere(module) if _within(name, commands))
@@ -319,49 +336,61 @@ def test_only_the_cli_imports_the_verify_commands() -> None:
     assert "s.verify_command) for s in STAGES" in cli_source  # the CLI registers what they name
 
 
-# Records who imports a CLI-only module first, then lets the import go on as usual.
+# Imports the modules in order and records, for each CLI-only module, which of them was being
+# imported when it was first imported and the stack that did it; the import goes on as usual.
 _PROBE = """
-import importlib.abc, sys, traceback
+import importlib, importlib.abc, json, sys, traceback
 BLOCK = {block!r}
 first = {{}}
+current = [None]
 class Spy(importlib.abc.MetaPathFinder):
     def find_spec(self, name, path=None, target=None):
         top = name.partition(".")[0]
         if top in BLOCK and top not in first:
-            first[top] = [
-                f"{{f.filename}}:{{f.lineno}}: {{f.line}}"
-                for f in traceback.extract_stack()[:-1]
-                if "importlib" not in f.filename and "<frozen" not in f.filename
-            ]
+            first[top] = {{
+                "during": current[0],
+                "stack": [
+                    f"{{f.filename}}:{{f.lineno}}: {{f.line}}"
+                    for f in traceback.extract_stack()[:-1]
+                    if "importlib" not in f.filename and "<frozen" not in f.filename
+                ],
+            }}
         return None
 sys.meta_path.insert(0, Spy())
-import {module}
-for top, stack in first.items():
-    print(f"{{top}} imported by:")
-    print("\\n".join("  " + line for line in stack))
-sys.exit(1 if first else 0)
+for module in {modules!r}:
+    current[0] = module
+    importlib.import_module(module)
+print(json.dumps(first))
 """
 
 
-def test_stage_cases_do_not_import_the_cli_stack() -> None:
-    """All four stages' case modules in one probe process (one interpreter start, not four): a
-    CLI import by any of them is caught, and the stack names the module that made it."""
-    code = _PROBE.format(block=CLI_ONLY, module=", ".join(STAGE_CASES))
+@pytest.fixture(scope="module")
+def probed() -> dict[str, dict]:
+    """One probe process (one interpreter start, not one per check): the four stages' case
+    modules first, then ``imgbench.cli``; what each CLI-only module's first import came from."""
+    code = _PROBE.format(block=CLI_ONLY, modules=[*STAGE_CASES, "imgbench.cli"])
     result = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=300, check=False
     )
-    assert result.returncode != 1, result.stdout
-    assert result.returncode == 0, result.stderr  # the import itself failed
+    assert result.returncode == 0, result.stderr  # an import itself failed
+    return json.loads(result.stdout.splitlines()[-1])
 
 
-def test_the_probe_sees_a_cli_import() -> None:
-    """The check above can fail: ``imgbench.cli`` itself must be caught importing typer."""
-    code = _PROBE.format(block=CLI_ONLY, module="imgbench.cli")
-    result = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, timeout=300, check=False
-    )
-    assert result.returncode == 1, result.stdout + result.stderr
-    assert "typer imported by:" in result.stdout and "cli.py" in result.stdout
+def test_stage_cases_do_not_import_the_cli_stack(probed: dict[str, dict]) -> None:
+    """All four stages' case modules, imported before anything else: a CLI import by any of them
+    is caught, and the stack names the module that made it."""
+    by_cases = {
+        top: "\n".join(found["stack"])
+        for top, found in probed.items()
+        if found["during"] in STAGE_CASES
+    }
+    assert not by_cases, "\n".join(f"{top} imported by:\n{s}" for top, s in by_cases.items())
+
+
+def test_the_probe_sees_a_cli_import(probed: dict[str, dict]) -> None:
+    """The check above can fail: ``imgbench.cli``, imported last, is caught importing typer."""
+    assert probed["typer"]["during"] == "imgbench.cli", probed
+    assert any("cli.py" in line for line in probed["typer"]["stack"]), probed
 
 
 ENGINE_AND_STAGES = ("measure", "readers", "augment", "formats", "loaders")
@@ -370,7 +399,7 @@ ENGINE_AND_STAGES = ("measure", "readers", "augment", "formats", "loaders")
 def _imported_roots(path: Path) -> set[str]:
     """Top-level names of every module ``path`` imports, wherever the import sits."""
     roots = set()
-    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+    for node in ast.walk(parsed(path)):
         if isinstance(node, ast.Import):
             roots.update(alias.name.split(".")[0] for alias in node.names)
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
