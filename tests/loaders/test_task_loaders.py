@@ -1,6 +1,7 @@
 """Loaders on tasks beyond classification: segmentation pairs and crop-ocr's one-hot heads go
-through the one loader pipeline, measured by the engine on a real worker server (no nested
-pytest session), their first batch checked at 0 and 2 workers; bad masks are named."""
+through the one loader pipeline, measured by the engine's Manager in the test process (no nested
+pytest session; the worker server's path is tests/measure/'s and the shared quick run's), their
+first batch checked at 0 and 2 workers; bad masks are named."""
 
 from __future__ import annotations
 
@@ -21,7 +22,6 @@ from imgbench.loaders.base import Batch, LoaderError
 from imgbench.loaders.checks import check_batch, expectation
 from imgbench.loaders.plan import LoaderPlan
 from imgbench.loaders.registry import pipeline_config
-from imgbench.measure import server
 from imgbench.measure.case import Case
 from imgbench.measure.manager import Manager, Outcome
 from imgbench.measure.rounds import Measurement
@@ -53,14 +53,16 @@ task_workers = [0, 2]
 @contextlib.contextmanager
 def _session(tmp: Path, dataset: Path) -> Iterator[Manager]:
     """One engine session of the ``tasks`` profile (quick with the task sweep) on ``dataset``:
-    the Manager on a real worker server, which reads the profile from the same pyproject."""
+    the Manager measuring in this process (a worker server would start an interpreter and import
+    torch again, for no property of the task loaders)."""
     (tmp / "pyproject.toml").write_text(PROFILE)
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("IMGBENCH_PYPROJECT", str(tmp / "pyproject.toml"))
-        launch = {**server.LAUNCH_ENVIRON, "IMGBENCH_PYPROJECT": str(tmp / "pyproject.toml")}
-        patch.setattr(server, "LAUNCH_ENVIRON", launch)
         choice = ProfileChoice("tasks")
-        settings = resolve(choice.resolve(), {"min_case_s": 0.0, "min_round_s": 0.0})
+        settings = resolve(
+            choice.resolve(),
+            {"min_case_s": 0.0, "min_round_s": 0.0, "process_model": "in-process"},
+        )
         manager = Manager(settings, choice, str(dataset))
         try:
             yield manager
