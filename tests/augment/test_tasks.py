@@ -95,8 +95,21 @@ def test_opencv_nearest_differs_from_torch_only_on_rounding_ties() -> None:
         assert ties.all()
 
 
-def test_verify_segmentation_names_each_library() -> None:
-    results = {a.key: a for a in verify_task("segmentation")}
+@pytest.fixture(scope="module")
+def seg_verified() -> tuple:
+    """``verify_task("segmentation")`` (every library's recipe against the reference, the
+    module's costliest call), once: its test reads it, and the two segmentation cases' contexts
+    are handed it under the name their prepare looks for, instead of computing it again each."""
+    return verify_task("segmentation")
+
+
+def _with_agreements(ctx: CaseContext, agreements: tuple) -> CaseContext:
+    ctx.persisted("augment-task-agreements-segmentation", lambda: agreements)
+    return ctx
+
+
+def test_verify_segmentation_names_each_library(seg_verified: tuple) -> None:
+    results = {a.key: a for a in seg_verified}
     assert set(results) == set(SEG)
     assert results["torchvision/v2-tensor"].flag == "pass (reference)"
     assert results["kornia/tensor"].flag == "pass" and results["pillow/pil"].flag == "pass"
@@ -159,18 +172,23 @@ def _task_case(key: str, **params: object) -> Case:
     raise LookupError((key, params))
 
 
-def test_segmentation_case_reads_the_pairs_and_carries_its_agreement(pairs_root: Path) -> None:
-    ctx = _ctx(pairs_root)
+def test_segmentation_case_reads_the_pairs_and_carries_its_agreement(
+    pairs_root: Path, seg_verified: tuple
+) -> None:
+    ctx = _with_agreements(_ctx(pairs_root), seg_verified)
     case = _task_case("opencv/numpy", task="segmentation")
     workload = _prepare_task(ctx, case)
     assert workload.extra["masks"].startswith("files (images+masks, 3 pairs)")
     assert workload.extra["agreement"].startswith(("pass", "flagged"))
+    opencv = next(a for a in seg_verified if a.key == "opencv/numpy")
+    assert workload.extra["agreement"] == opencv.flag  # the verified result, carried
     assert len(workload.items) == 3
     assert check_output("segmentation", workload.fn(workload.items[0])) is None
 
 
-def test_a_dataset_without_masks_gets_drawn_masks(tiny_dataset: Path) -> None:
-    workload = _prepare_task(_ctx(tiny_dataset), _task_case("kornia/tensor", task="segmentation"))
+def test_a_dataset_without_masks_gets_drawn_masks(tiny_dataset: Path, seg_verified: tuple) -> None:
+    ctx = _with_agreements(_ctx(tiny_dataset), seg_verified)
+    workload = _prepare_task(ctx, _task_case("kornia/tensor", task="segmentation"))
     assert workload.extra["masks"].startswith("drawn by imgbench")
 
 
