@@ -1,11 +1,15 @@
 """`imgbench dataset convert` at flat memory: N and 10xN tiny images, peak RSS of the child.
 
 One test per format family (key-value store, columnar file, tar shards with an index, packed
-arrays with offsets). Each converts N and 10xN 64x64 JPEGs in a fresh process and compares the
-process's peak RSS (VmHWM). Before the manifest was streamed (a list of every entry, a dict by
-path, the scan's results and the writers' label/index lists) 1,100 -> 11,000 images grew it by
-21-42 MiB; now by 4-11. Each child converts a small warm-up set first: webdataset imports torch,
-whose RSS still settled while 1,100 images were converted (tar grew 15.0-15.1 MiB without it).
+arrays with offsets). Each converts N and 10xN 64x64 JPEGs and compares the converting process's
+peak RSS (VmHWM). Before the manifest was streamed (a list of every entry, a dict by path, the
+scan's results and the writers' label/index lists) 1,100 -> 11,000 images grew it by 21-42 MiB;
+now by 4-11. Each conversion runs in a fork of one interpreter per format that has only imported
+the format's modules (nothing converted yet: what a fresh process holds, without a second start
+and, for tar, a second `import torch`; the growths measured the same: lmdb +7.4-7.7, tar
++11.8-11.9, parquet +3.8-4.3, npy-packed +5.7-5.8 MiB against +6.4-8.5, +11.3, +3.6, +5.5 from
+two fresh processes), and converts a small warm-up set first: webdataset imports torch, whose
+RSS still settled while 1,100 images were converted (tar grew 15.0-15.1 MiB without it).
 """
 
 from __future__ import annotations
@@ -35,7 +39,7 @@ WARM_UP = 64  # images converted first in each child, so library imports settle 
 
 CHILD = textwrap.dedent(
     """
-    import json, sys
+    import importlib, json, os, sys, traceback
     from pathlib import Path
     from imgbench.datasets.convert import convert
     from imgbench.formats.registry import get_format
@@ -45,15 +49,44 @@ CHILD = textwrap.dedent(
             if line.startswith("VmHWM:"):
                 return int(line.split()[1]) / 1024
 
+    def measured(spec, src, out, warm_up):
+        \"\"\"Convert ``src`` in a fork of this process (which has converted nothing): its
+        peak RSS, from the fork's own high-water mark.\"\"\"
+        read, write = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            os.close(read)
+            code = 1
+            try:
+                # a warm-up conversion first: the libraries the writer imports (webdataset
+                # imports torch, whose RSS settles over ~2 s) are not what grows with the count
+                convert(warm_up, spec, out / "warm-up", workers=2, progress=False)
+                report = convert(src, spec, out / "out", workers=2, progress=False)
+                found = {"records": report.records, "skipped": len(report.left_out),
+                         "peak_mib": peak_mib()}
+                os.write(write, json.dumps(found).encode())
+                code = 0
+            except BaseException:
+                traceback.print_exc()  # os._exit below would drop it
+            finally:
+                os._exit(code)
+        os.close(write)
+        with os.fdopen(read) as pipe:
+            text = pipe.read()
+        _, status = os.waitpid(pid, 0)
+        if os.waitstatus_to_exitcode(status) != 0:
+            sys.exit(f"the conversion of {src} ended with status {status}")
+        return json.loads(text)
+
     if __name__ == "__main__":
-        spec = get_format(sys.argv[1])
-        # a warm-up conversion first: the libraries the writer imports (webdataset imports torch,
-        # whose RSS settles over ~2 s) are not what grows with the image count
-        convert(Path(sys.argv[4]), spec, Path(sys.argv[3]) / "warm-up", workers=2, progress=False)
-        report = convert(Path(sys.argv[2]), spec, Path(sys.argv[3]) / "out", workers=2,
-                         progress=False)
-        print(json.dumps({"records": report.records, "skipped": len(report.left_out),
-                          "peak_mib": peak_mib()}))
+        name, small, large, out, warm_up = sys.argv[1:]
+        spec = get_format(name)
+        importlib.import_module(spec.module)
+        for module in spec.requires:
+            importlib.import_module(module)
+        found = {key: measured(spec, Path(src), Path(out) / key, Path(warm_up))
+                 for key, src in (("small", small), ("large", large))}
+        print(json.dumps(found))
     """
 )
 
@@ -88,10 +121,10 @@ def sources(tmp_path_factory: pytest.TempPathFactory) -> dict[int, Path]:
     return out
 
 
-def peak(name: str, src: Path, warm_up: Path, out: Path) -> dict:
+def peaks(name: str, small: Path, large: Path, warm_up: Path, out: Path) -> dict:
     env = {"PYTHONPATH": str(SRC), "PATH": "/usr/bin:/bin"}
     done = subprocess.run(
-        [sys.executable, "-c", CHILD, name, str(src), str(out), str(warm_up)],
+        [sys.executable, "-c", CHILD, name, str(small), str(large), str(out), str(warm_up)],
         capture_output=True,
         text=True,
         timeout=300,
@@ -108,8 +141,8 @@ def test_conversion_peak_rss_is_flat_in_the_image_count(
 ) -> None:
     if get_format(name).unmet_requirement():
         pytest.skip(f"{name} is not installed")
-    small = peak(name, sources[N], sources[WARM_UP], tmp_path / "small")
-    large = peak(name, sources[10 * N], sources[WARM_UP], tmp_path / "large")
+    found = peaks(name, sources[N], sources[10 * N], sources[WARM_UP], tmp_path)
+    small, large = found["small"], found["large"]
     assert (small["records"], large["records"]) == (N, 10 * N)
     assert small["skipped"] == large["skipped"] == 1
     growth = large["peak_mib"] - small["peak_mib"]
