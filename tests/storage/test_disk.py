@@ -9,7 +9,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
 
+from imgbench.cli import app
 from imgbench.storage import cgroup
 from imgbench.storage.disk import DiskUnavailableError, emulated_disk, unavailable_reason
 from imgbench.storage.profiles import PROFILES, disk_profile
@@ -134,9 +136,9 @@ def test_cleanup_command_and_refusal_without_root() -> None:
     holder, mount, _loop, group = _hold()
     holder.kill()
     holder.wait(timeout=30)
-    imgbench = str(Path(sys.executable).parent / "imgbench")
-    done = subprocess.run([imgbench, "disk", "cleanup"], capture_output=True, text=True, timeout=60)
-    assert done.returncode == 0, done.stderr
+    # the command in this process (the CLI as a process: tests/test_cli.py)
+    done = CliRunner().invoke(app, ["disk", "cleanup"])
+    assert done.exit_code == 0, done.output
     _clean(mount, str(mount.parent / "disk.img"), group)
     # as an unprivileged user: one clear line, nothing set up
     code = "from imgbench.storage.disk import unavailable_reason as r; print(r())"
@@ -160,11 +162,8 @@ def test_refusal_is_one_line() -> None:
 
 
 def test_run_refuses_an_unknown_disk_in_one_line() -> None:
-    imgbench = str(Path(sys.executable).parent / "imgbench")
-    done = subprocess.run(
-        [imgbench, "run", "--disk", "floppy"], capture_output=True, text=True, timeout=60
-    )
-    assert done.returncode != 0
+    done = CliRunner().invoke(app, ["run", "--disk", "floppy"])  # in this process, as above
+    assert done.exit_code != 0
     assert done.stderr.strip().splitlines()[-1] == (
         "error: --disk must be one of none, hdd, sata-ssd, nvme, not 'floppy'"
     )
