@@ -3,6 +3,7 @@ and says exactly what the in-memory Manifest says."""
 
 from __future__ import annotations
 
+import shutil
 from collections import Counter
 from pathlib import Path
 
@@ -11,7 +12,6 @@ import pytest
 
 from imgbench.datasets.manifest import _percentiles, _percentiles_of_counts
 from imgbench.datasets.scan import scan_to_file
-from imgbench.datasets.synth import generate
 
 
 @pytest.mark.parametrize("seed", range(5))
@@ -23,8 +23,12 @@ def test_percentiles_of_counts_are_numpys(seed: int) -> None:
     assert got == pytest.approx(expected, rel=1e-12)
 
 
-def test_streamed_summary_equals_the_loaded_one(tmp_path: Path) -> None:
-    root = generate(tmp_path / "photos", 24, sizes="imagenet", workers=1, progress=False)
+def test_streamed_summary_equals_the_loaded_one(tmp_path: Path, imagenet_like: Path) -> None:
+    # 24 of the package's ImageNet-sized photos (generated once for this and the sample tests)
+    root = tmp_path / "photos"
+    for path in sorted(imagenet_like.rglob("*.jpg"))[::4]:  # 6 of each of its 4 classes
+        (root / path.parent.name).mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(path, root / path.parent.name / path.name)
     (root / "class_001" / "truncated.jpg").write_bytes(b"\xff\xd8\xff\xe0garbage")
     (root / "class_002" / "flat.png").write_bytes(b"not an image at all")
     with scan_to_file(root, workers=1) as on_disk:

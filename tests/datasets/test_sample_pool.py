@@ -1,7 +1,7 @@
 """The images a case times are a seeded sample that stands for the dataset, not its first files.
 
-On real folders built here: a synthetic ImageNet-like set (sizes with a long tail) and a folder
-sorted by class whose classes differ in image size, where the first files are one class's.
+On real folders built here: a synthetic ImageNet-like set (sizes with a long tail; the package's
+``imagenet_like`` fixture, tests/datasets/conftest.py) and a folder sorted by class whose classes differ in image size, where the first files are one class's.
 """
 
 from __future__ import annotations
@@ -15,7 +15,6 @@ import pytest
 
 from imgbench.datasets import Dataset, ImageEntry, load_dataset
 from imgbench.datasets.sample_pool import TOLERANCE, draw, order_populations
-from imgbench.datasets.synth import generate
 from imgbench.formats.session import target_path
 from imgbench.measure.context import CaseContext
 from imgbench.measure.manager import Manager
@@ -43,13 +42,6 @@ def by_class(tmp_path_factory: pytest.TempPathFactory) -> Path:
             size = (round(w * grow), round(h * grow))
             write_photo_like(root / f"class_{k}" / f"{i:03d}.jpg", size, seed=10 * k + i)
     return root
-
-
-@pytest.fixture(scope="module")
-def imagenet_like(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The default recipe's generator, smaller: 96 images with ImageNet-like sizes, 4 classes."""
-    root = tmp_path_factory.mktemp("imagenet-like") / "set"
-    return generate(root, 96, sizes="imagenet", classes=4, workers=1, progress=False)
 
 
 def _means(entries: list[ImageEntry]) -> tuple[float, float]:
