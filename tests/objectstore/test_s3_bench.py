@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
+import pytest
 
 from imgbench.objectstore.server import S3Server
 from imgbench.objectstore.shaping import leftovers, shape_named, shaping_unavailable_reason
@@ -45,20 +47,71 @@ def _run(
     )
 
 
+UNSHAPEABLE = "rtt5ms-unlimited"  # forced unavailable by tests.objectstore.unshapeable
+
+
+@dataclass(frozen=True)
+class SharedServerRun:
+    """The one session on the test process's server: its rows, exit code and folders."""
+
+    frame: pd.DataFrame
+    code: int
+    slow: str  # the shaped path it measured (50 ms, with a bandwidth cap where one can be set)
+    pid_file: Path
+
+
+@pytest.fixture(scope="module")
+def shared_server_run(
+    tmp_path_factory: pytest.TempPathFactory,
+    tiny_dataset: Path,
+    s3_server: S3Server,
+    s3_env: dict[str, str],
+) -> SharedServerRun:
+    """One session on the test process's server ($IMGBENCH_S3_ENDPOINT) for the rows test and the
+    network-shape test (two sessions before): folder and parquet, both orders, unshaped; and
+    folder's upload and sequential read through a 50 ms path and at a shape that cannot be set
+    up. The other shaped cases of that matrix are deselected (each 50 ms read only waits)."""
+    if shaping_unavailable_reason(shape_named("rtt50ms-100mbit")) is None:
+        slow = "rtt50ms-100mbit"
+    else:  # a bandwidth cap needs root, ip and tc; without them the 50 ms path is the relay alone
+        slow = "rtt50ms-unlimited"
+    out = tmp_path_factory.mktemp("s3-shared-server")
+    pid_file = out / "pid"
+    run = out / "run"
+    run.mkdir()
+    frame, code = _run(
+        run,
+        tiny_dataset,
+        "-p",
+        "tests.objectstore.unshapeable",
+        "-k",
+        "not (rtt and (parquet or shuffled))",
+        shapes=f'["rtt0ms-unlimited", "{slow}", "{UNSHAPEABLE}"]',
+        env={
+            **s3_env,
+            "IMGBENCH_TEST_UNSHAPEABLE": UNSHAPEABLE,
+            "IMGBENCH_TEST_PID_FILE": str(pid_file),
+        },
+    )
+    return SharedServerRun(frame, code, slow, pid_file)
+
+
 @needs_weed
 def test_s3_rows_measure_upload_size_first_sample_and_both_orders(
-    tmp_path: Path, tiny_dataset: Path, s3_server: S3Server, s3_env: dict[str, str]
+    shared_server_run: SharedServerRun, s3_server: S3Server
 ) -> None:
     """On the test process's server ($IMGBENCH_S3_ENDPOINT): a session's own server starts,
-    is lost and stops in the tests below."""
-    frame, code = _run(tmp_path, tiny_dataset, env=s3_env)
+    is lost and stops in the tests below. The unshaped rows of the shared session."""
+    everything, code = shared_server_run.frame, shared_server_run.code
+    assert code == 0, everything[["case_id", "reason"]].to_string()
+    frame = everything[everything["network_shaping"] == "none"]
+    assert len(frame) == 6  # 2 uploads, 4 reads: no shape parameter in their cases
+    assert not any("network_shaping" in p for p in frame["params"])
     assert set(frame["storage_endpoint"]) == {s3_server.endpoint.url}  # none of its own
-    assert code == 0, frame[["case_id", "reason"]].to_string()
     assert (frame["status"] == "ok").all(), frame["reason"].tolist()
-    assert set(frame["storage"]) == {"s3"}
+    assert set(everything["storage"]) == {"s3"}
     assert frame["storage_endpoint"].str.fullmatch(r"http://127\.0\.0\.1:\d+").all()
     assert frame["storage_endpoint"].nunique() == 1  # one server for the whole session
-    assert set(frame["network_shaping"]) == {"none"}
     assert (frame["network_rtt_ms"] > 0).all()
     # two clients, boto3 and pyarrow.fs (every S3 reader is round-tripped in test_s3_formats;
     # a litdata case takes ~6 s here, mostly constructing StreamingDataset, ~1.1 s per round)
@@ -150,36 +203,21 @@ def test_a_server_that_crashes_at_start_fails_every_s3_case_with_the_reason(
 
 @needs_weed
 def test_network_shape_is_a_dimension_of_s3_rows(
-    tmp_path: Path, tiny_dataset: Path, s3_server: S3Server, s3_env: dict[str, str]
+    shared_server_run: SharedServerRun, s3_server: S3Server
 ) -> None:
     """The same read unshaped, through a 50 ms path, and at a shape that cannot be set up; on
-    the test process's server (a shaped path is set up in front of whichever server)."""
+    the test process's server (a shaped path is set up in front of whichever server). The shared
+    session's folder rows, sequential."""
     import psutil
 
-    # a bandwidth cap needs root, ip and tc; without them the 50 ms path is the relay alone
-    slow = "rtt50ms-100mbit"
-    if shaping_unavailable_reason(shape_named(slow)) is not None:
-        slow = "rtt50ms-unlimited"
-    pid_file = tmp_path / "pid"
-    out = tmp_path / "run"
-    out.mkdir()
-    frame, code = _run(
-        out,
-        tiny_dataset,
-        "-p",
-        "tests.objectstore.unshapeable",
-        libraries='["folder"]',
-        orders='["sequential"]',
-        shapes=f'["rtt0ms-unlimited", "{slow}", "rtt5ms-unlimited"]',
-        env={
-            **s3_env,
-            "IMGBENCH_TEST_UNSHAPEABLE": "rtt5ms-unlimited",
-            "IMGBENCH_TEST_PID_FILE": str(pid_file),
-        },
-    )
-    assert code == 0, frame[["case_id", "status", "reason"]].to_string()
+    slow, pid_file = shared_server_run.slow, shared_server_run.pid_file
+    everything, code = shared_server_run.frame, shared_server_run.code
+    assert code == 0, everything[["case_id", "status", "reason"]].to_string()
+    frame = everything[
+        everything["params"].map(lambda p: (p["format"], p["order"]) == ("folder", "sequential"))
+    ]
     by_shape = {shape: rows for shape, rows in frame.groupby("network_shaping")}
-    assert set(by_shape) == {"none", slow, "rtt5ms-unlimited"}
+    assert set(by_shape) == {"none", slow, UNSHAPEABLE}
     for rows in by_shape.values():
         assert sorted(rows["mode"]) == ["read", "upload"]
     # unshaped: the case ids S3 rows always had, the server's own address
@@ -203,9 +241,9 @@ def test_network_shape_is_a_dimension_of_s3_rows(
     (read,) = shaped.loc[shaped["mode"] == "read", "extra"]
     assert read["time_to_first_sample_s"] >= 0.05  # its requests crossed the shaped path
     # a shape that cannot be set up: skipped rows with the one-line reason
-    skipped = by_shape["rtt5ms-unlimited"]
+    skipped = by_shape[UNSHAPEABLE]
     assert (skipped["status"] == "skipped").all()
-    reason = "network shaping rtt5ms-unlimited unavailable: the kernel has no tbf qdisc (forced by the test)"
+    reason = f"network shaping {UNSHAPEABLE} unavailable: the kernel has no tbf qdisc (forced by the test)"
     assert (skipped["reason"] == reason).all(), skipped["reason"].tolist()
     # nothing left: no namespace or link of the session, no relay in front of its server
     assert leftovers(int(pid_file.read_text())) == []
