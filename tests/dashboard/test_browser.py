@@ -32,6 +32,7 @@ from typer.testing import CliRunner
 from imgbench.cli import app
 from tests.dashboard.fixtures import standard_runs, write_allocator_run, write_run
 from tests.dashboard.servers import stop_and_check_gone
+from tests.shared_runs import SessionRun
 
 REPO = Path(__file__).resolve().parents[2]
 APP = REPO / "dashboard" / "app.py"
@@ -239,3 +240,34 @@ def test_report_html_renders_offline_in_chromium(
     finally:
         context.close()
     assert requests == [target.as_uri()]
+
+
+def test_overview_in_chromium_on_real_rows(quick_session: SessionRun, browser: Any) -> None:
+    """The Overview of a real run (the test session's quick run on real photos,
+    tests/shared_runs.py), in Chromium: its first screen names a configuration that has an ok
+    row, and nothing experimental is called best."""
+    from imgbench.results.store import load_results
+
+    assert quick_session.returncode == 0, quick_session.output
+    frame = load_results(quick_session.results).frame
+    ok = set(frame.loc[frame["status"] == "ok", "case_id"])
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    with serve(quick_session.results) as url:
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        try:
+            page.goto(url, wait_until="domcontentloaded")
+            page.wait_for_selector("[data-testid='stMetric']", timeout=60_000)
+            page.wait_for_function(
+                'document.querySelectorAll(\'[data-testid="stVegaLiteChart"] canvas, '
+                '[data-testid="stVegaLiteChart"] svg.marks\').length >= 2',
+                timeout=60_000,
+            )
+            text = page.locator("[data-testid='stMain']").inner_text()
+            page.screenshot(path=str(ARTIFACTS / "overview-real-run.png"), full_page=True)
+        finally:
+            page.close()
+    cited = [c for c in ok if f"{c} in run" in text]
+    assert cited, text[:2000]
+    headline = next(line for line in text.splitlines() if line.startswith("Use reader"))
+    assert "experiment" not in headline and "tjbench" not in headline
+    assert "Recommended, images/s" in text and "Bounded by" in text
