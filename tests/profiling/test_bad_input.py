@@ -107,9 +107,15 @@ def test_a_sample_that_raises_is_a_failed_row_with_its_index(tmp_path: Path) -> 
     assert result.fewest_workers_at_au is None
 
 
-def test_a_hung_worker_fails_its_configuration_and_the_sweep_goes_on(tmp_path: Path) -> None:
-    # a 1 s batch deadline (3 s for the other faults): the hung worker's wait, then torch's own
-    # 5 s join before it terminates the worker
+def test_a_hung_worker_fails_its_configuration_and_the_sweep_goes_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a 1 s batch deadline (3 s for the other faults), and torch's join of the stuck worker
+    # before it terminates it 1 s (its MP_STATUS_CHECK_INTERVAL, 5 s; as tests/loaders/faults.py
+    # sets it): the same shutdown path, 6 s less idle waiting
+    import torch.utils.data._utils as torch_data_utils
+
+    monkeypatch.setattr(torch_data_utils, "MP_STATUS_CHECK_INTERVAL", 1.0)
     _profile(faulty.hangs_in_workers(), tmp_path, batch_timeout_s=1)
     rows = read_rows(tmp_path)
     assert list(rows["status"]) == ["ok", "failed"]  # the main process does not hang
