@@ -32,7 +32,9 @@ from tests.shared_runs import ReaderRun, SessionRun, quick_run, reader_pair, sha
 os.environ.setdefault(WORKER_IMPORTS_ENV, "selected")
 # Correctness sessions keep every round: the host gate re-times rounds a busy host slowed (up to
 # its budget per case), which checks nothing here. Its own tests turn it on with the option.
-os.environ.setdefault(SETTINGS_ENV, "host_max_ratio=0")
+# Nor do they calibrate: a round of one pass needs no untimed rounds to size it (one to three per
+# case, a whole loader pass each); the calibration tests set their own floor.
+os.environ.setdefault(SETTINGS_ENV, "host_max_ratio=0 min_round_s=0")
 # The sessions the tests start are a user's sessions, not pytest-xdist workers: pytest-benchmark
 # reads this variable and warns and skips its JSON in a worker (`make test` runs with -n 2).
 for _name in ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT", "PYTEST_XDIST_TESTRUNUID"):
