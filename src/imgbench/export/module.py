@@ -90,11 +90,12 @@ def collate(samples: list[tuple[object, int]]) -> tuple[torch.Tensor, torch.Tens
 
 _PINS = '''
 def pin_opencv(worker_id: int = 0) -> None:
-    """OpenCV on one thread in this process (a DataLoader worker_init_fn): the parallelism is
-    the loader's workers, not OpenCV's own pool."""
+    """OpenCV sequential in this process (a DataLoader worker_init_fn): the parallelism is the
+    loader's workers, not OpenCV's own pool. 0, not 1: in a forked worker, 1 can block for ever
+    when the parent's OpenCV pool had gone idle (it reconfigures a pool the fork left behind)."""
     cv2 = sys.modules.get("cv2")
     if cv2 is not None:
-        cv2.setNumThreads(1)
+        cv2.setNumThreads(0)
 
 
 def pin_threads() -> None:

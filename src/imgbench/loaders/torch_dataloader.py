@@ -24,11 +24,17 @@ ENDLESS = 1 << 40  # samples the sampler may draw: far more than any run takes
 
 
 def pin_worker_threads(worker_id: int) -> None:
+    """OpenCV runs sequentially in a loader worker: the parallelism is the workers.
+
+    ``setNumThreads(0)``, not 1: in a forked worker whose parent's OpenCV pool had gone idle, 1
+    reconfigures the pool and blocks for ever destroying a condition variable the parent's (absent)
+    pool threads were waiting on; 0 only turns the pool off. The same sequential work either way.
+    """
     import sys
 
     cv2 = sys.modules.get("cv2")
     if cv2 is not None:
-        cv2.setNumThreads(1)
+        cv2.setNumThreads(0)
 
 
 class TorchLoader:
