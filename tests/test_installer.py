@@ -68,8 +68,8 @@ def test_pip_configuration_becomes_uv_flags(
     options = pip_config(Path(sys.executable))
     assert options["find-links"] == "/from/variable"
     flags, uv_env = uv_flags(options)
-    assert flags[:2] == ["--index-strategy", "unsafe-best-match"]
-    pairs = list(zip(flags[2::2], flags[3::2], strict=True))
+    assert flags[:3] == ["--index-strategy", "unsafe-best-match", "--compile-bytecode"]
+    pairs = list(zip(flags[3::2], flags[4::2], strict=True))
     assert ("--index-url", "https://index.invalid/simple") in pairs
     assert ("--extra-index-url", "file:///a/simple") in pairs
     assert ("--extra-index-url", "file:///b/simple") in pairs
@@ -109,6 +109,8 @@ def test_uv_installs_from_the_folder_only_pips_configuration_names(tmp_path: Pat
     )
     assert proc.returncode == 0, proc.stderr
     assert "installing with uv" in proc.stderr
+    # compiled at install time, as pip does (before anything imported it)
+    assert list(venv.glob("lib/python3*/site-packages/__pycache__/imgbench_toy.*.pyc"))
     version = subprocess.run(
         [str(python), "-c", "import imgbench_toy; print(imgbench_toy.VERSION)"],
         capture_output=True,
@@ -116,3 +118,6 @@ def test_uv_installs_from_the_folder_only_pips_configuration_names(tmp_path: Pat
         check=True,
     )
     assert version.stdout.strip() == "1.0"
+    assert list(venv.glob("lib/python3*/site-packages/__pycache__/imgbench_toy.*.pyc")), (
+        "no bytecode"
+    )

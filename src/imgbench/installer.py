@@ -65,7 +65,13 @@ def pip_config(python: Path) -> dict[str, str]:
 
 def uv_flags(options: dict[str, str]) -> tuple[list[str], dict[str, str]]:
     """The uv flags and environment that say what pip's ``options`` say."""
-    flags = ["--index-strategy", "unsafe-best-match"]  # pip takes the best version of any index
+    flags = [
+        "--index-strategy",
+        "unsafe-best-match",  # pip takes the best version of any index
+        # pip writes every module's bytecode at install time; without it each first import
+        # compiles (torch's 2,351 modules: the first test sessions paid it, not the install)
+        "--compile-bytecode",
+    ]
     env: dict[str, str] = {}
     if "index-url" in options:
         flags += ["--index-url", options["index-url"]]
