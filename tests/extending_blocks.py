@@ -9,20 +9,7 @@ hflip, the reference next in line, and each missing library is skipped with its 
 
 from __future__ import annotations
 
-import importlib.abc
-import sys
+from tests.import_blocker import block
 
 BLOCKED = ("torchvision", "kornia", "albumentations")
-
-
-class _Blocker(importlib.abc.MetaPathFinder):
-    def find_spec(self, name, path, target=None):  # type: ignore[no-untyped-def]
-        if name.split(".")[0] in BLOCKED:
-            raise ImportError(f"No module named {name!r} (blocked by the test)")
-        return None
-
-
-for _name in list(sys.modules):
-    if _name.split(".")[0] in BLOCKED:
-        del sys.modules[_name]
-sys.meta_path.insert(0, _Blocker())
+block(*BLOCKED)
