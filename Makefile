@@ -1,6 +1,10 @@
 # make bench: set up everything, then run the default matrix on the synthetic dataset -> results/*.parquet
 # make test:  set up everything, then ruff, mypy and the tests
 PYTHON ?= python3
+# Python may write the bytecode of this checkout's modules (and pytest its assertion-rewritten
+# test and plugin modules): with PYTHONDONTWRITEBYTECODE set (as on some hosts), every test's
+# interpreter and pytest session compiled and rewrote them again (a collection 14.5 s -> 9.6 s)
+unexport PYTHONDONTWRITEBYTECODE
 VENV ?= .venv
 PY := $(VENV)/bin/python
 PROFILE ?= default
@@ -35,7 +39,7 @@ MXNET_ENV := .venvs/mxnet/.imgbench-env-built
 # other jobs ran). make test goes on when its build fails: its tests skip, naming the command
 AX_ENV := .venvs/albumentationsx/.imgbench-env-built
 
-.PHONY: setup bench test test-envs test-parallel static-checks lint format clean-results mosaic-env mosaic-env-or-skip \
+.PHONY: setup bench test test-envs test-serial static-checks lint format clean-results mosaic-env mosaic-env-or-skip \
   mxnet-env mxnet-env-or-skip albumentationsx-env albumentationsx-env-or-skip
 
 setup: $(STAMP)
@@ -106,23 +110,29 @@ test-envs: setup
 	@$(MAKE) --no-print-directory -j4 $(TEST_ENVS)
 
 # ruff and mypy run while the isolated environments build (pip's downloads and unpacking leave a
-# core free); the tests start when all of them are done
+# core free); the tests start when all of them are done. Two phases, both always run (the first
+# failure's exit code is kept): the tests on $(TEST_WORKERS) pytest-xdist workers, a module per
+# worker (its bench sessions run once), then the few whose assertions read timings alone (SERIAL
+# in tests/conftest.py). Most of a test's time is its own processes starting and waiting (servers,
+# Ray, Chromium, interpreters): one pytest process kept this 2-core machine 93% busy (of 200%)
+# and took 11:02; three workers 6:30, then 0:55 alone (docs/decisions.md)
+TEST_WORKERS ?= 3
+PYTEST := $(VENV)/bin/pytest tests/ -p no:cacheprovider --timeout=900
 test: setup
 	@$(MAKE) --no-print-directory -j5 $(TEST_ENVS) static-checks
-	$(VENV)/bin/pytest tests/ -p no:cacheprovider --durations=25 --timeout=900
+	@rc=0; \
+	$(PYTEST) --durations=25 -m "not serial" -n $(TEST_WORKERS) --dist loadfile || rc=$$?; \
+	$(PYTEST) --durations=5 -m serial || rc=$$(( rc ? rc : $$? )); \
+	exit $$rc
 
 static-checks: setup
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	scripts/typecheck.sh $(VENV)/bin/mypy
 
-# the same tests in two phases: those that may share the CPU on two pytest-xdist workers (a module
-# per worker), then the timing-sensitive ones alone (SERIAL in tests/conftest.py). Not CI's: on this
-# 2-core machine it took 12 + 2.5 min against about 14 serial, and busier CPUs made servers'
-# start-ups and timings flakier (docs/decisions.md)
-test-parallel: test-envs
-	$(VENV)/bin/pytest tests/ -p no:cacheprovider --durations=25 --timeout=900 -m "not serial" -n 2 --dist loadfile
-	$(VENV)/bin/pytest tests/ -p no:cacheprovider --durations=15 --timeout=900 -m serial
+# every test in one pytest process, in order (a failure that needs no other test beside it)
+test-serial: test-envs
+	$(PYTEST) --durations=25
 
 format: setup
 	$(VENV)/bin/ruff format .

@@ -47,15 +47,48 @@ if _BLOCKED not in os.environ.get("PYTEST_ADDOPTS", ""):
     os.environ["PYTEST_ADDOPTS"] = f"{os.environ.get('PYTEST_ADDOPTS', '')} {_BLOCKED}".strip()
 
 # Tests that must not share the CPU with other tests: their assertions read timings (sampled
-# shares of a profile, AU, the host gate's probes). `make test` runs them alone, after the others;
+# shares of a profile, the host gate's probes). `make test` runs them alone, after the others;
 # measured under `pytest -n 2`: attribution shares 0.07 -> 0.13 instead of 0.6 -> 0.9.
-SERIAL = ("tests/measure/test_host.py", "tests/profiling/")
+SERIAL = (
+    "tests/measure/test_host.py",
+    "tests/profiling/test_api.py",
+    "tests/profiling/test_bounds.py",
+    "tests/profiling/test_cli.py",
+)
+# Modules of 15 s or more (a full run's --durations), started first: pytest-xdist hands modules
+# out in this order, so no worker is left running one of them alone at the end (a 36 s tail).
+FIRST = (
+    "tests/loaders/test_ray_data.py",
+    "tests/dashboard/test_browser.py",
+    "tests/envs/test_envs.py",
+    "tests/loaders/test_tensorflow_env.py",
+    "tests/cluster/test_ray_run.py",
+    "tests/profiling/test_keras.py",
+    "tests/augment/test_bench_e2e.py",
+    "tests/dashboard/test_real_results.py",
+    "tests/loaders/test_tf_tasks.py",
+    "tests/compare/test_ci.py",
+    "tests/objectstore/test_s3_bench.py",
+    "tests/datasets/test_convert_memory.py",
+    "tests/measure/test_worker.py",
+    "tests/formats/test_mosaic_env.py",
+)
 ROOT = Path(__file__).resolve().parents[1]
 
 
+def _module(item: pytest.Item) -> str:
+    return str(Path(str(item.fspath)).relative_to(ROOT))
+
+
 def pytest_itemcollected(item: pytest.Item) -> None:
-    if str(Path(str(item.fspath)).relative_to(ROOT)).startswith(SERIAL):
+    if _module(item).startswith(SERIAL):
         item.add_marker(pytest.mark.serial)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The long modules first, the rest in their usual order (a stable sort)."""
+    rank = {name: i for i, name in enumerate(FIRST)}
+    items.sort(key=lambda item: rank.get(_module(item), len(FIRST)))
 
 
 def write_photo_like(path: Path, size: tuple[int, int], seed: int, fmt: str = "JPEG") -> None:

@@ -3,8 +3,11 @@ tests/conftest.py's ``s3_server``."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import shutil
+import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -38,6 +41,7 @@ def assert_gone(server: S3Server) -> None:
     ), f"weed pid {server.pid} still runs"
     assert weed_processes(str(server.data_dir)) == []
     assert not server.data_dir.exists(), f"{server.data_dir} left behind"
+    assert server.socket_dir is None or not server.socket_dir.exists()
 
 
 def run_s3_session(
@@ -57,9 +61,11 @@ def run_s3_session(
     scratch.mkdir()
     name, text = profile
     (out / "pyproject.toml").write_text(text)
-    tmp = out / "tmp"  # the session's servers keep their data folders here, and only there
-    tmp.mkdir()
-    with pytest.MonkeyPatch.context() as patch:
+    # the session's servers keep their data folders here, and only there; under /tmp, not `out`:
+    # a pytest-xdist worker's test folder is too long a TMPDIR for the DataLoader's Unix socket
+    tmp = Path(tempfile.mkdtemp(prefix="imgbench-tmp-", dir="/tmp"))
+    with contextlib.ExitStack() as cleanup, pytest.MonkeyPatch.context() as patch:
+        cleanup.callback(shutil.rmtree, tmp, ignore_errors=True)
         patch.setenv("PYTHONPATH", os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]))
         patch.setenv("IMGBENCH_FORMATS_DIR", str(scratch))
         patch.setenv("TMPDIR", str(tmp))
@@ -77,8 +83,8 @@ def run_s3_session(
             cwd=out,
             timeout=timeout,
         )
-    assert weed_processes(str(tmp)) == [], "an S3 server outlived the session"
-    assert [p.name for p in tmp.iterdir() if p.name.startswith("imgbench-s3-")] == []
+        assert weed_processes(str(tmp)) == [], "an S3 server outlived the session"
+        assert [p.name for p in tmp.iterdir() if p.name.startswith("imgbench-s3-")] == []
     assert list(scratch.iterdir()) == []
     assert proc.returncode in (0, 1), proc.stdout[-4000:] + proc.stderr[-3000:]
     (parquet,) = (out / "results").glob("*.parquet")

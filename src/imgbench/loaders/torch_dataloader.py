@@ -19,6 +19,7 @@ from typing import Any, cast
 
 from imgbench.loaders.base import BATCH_TIMEOUT_S, Batch, clock, reap
 from imgbench.loaders.pipeline import SamplePipeline, collate_for
+from imgbench.unix_sockets import check_tensor_handover
 
 ENDLESS = 1 << 40  # samples the sampler may draw: far more than any run takes
 
@@ -58,6 +59,7 @@ class TorchLoader:
             raise ValueError("pin_memory needs a CUDA device")
         kwargs: dict[str, Any] = {}
         if workers > 0:
+            check_tensor_handover()  # else a long TMPDIR loses every batch (unix_sockets.py)
             kwargs.update(
                 prefetch_factor=params.get("prefetch_factor") or 2,
                 persistent_workers=bool(params.get("persistent_workers", True)),

@@ -28,6 +28,7 @@ from typing import Any
 from imgbench.loaders.base import Batch, clock, reap
 from imgbench.loaders.pipeline import SamplePipeline, collate_for
 from imgbench.loaders.torch_dataloader import ENDLESS, pin_worker_threads
+from imgbench.unix_sockets import check_tensor_handover
 
 METHODS = ("thread", "process")
 STOP_WAIT_S = 5.0  # how long close() waits for the workers to see the stop event
@@ -73,6 +74,8 @@ class TorchdataNodesLoader:
         import torchdata.nodes as tn
         from torch.utils.data import RandomSampler
 
+        if self.method == "process" and self.workers:
+            check_tensor_handover()  # else a long TMPDIR loses every sample (unix_sockets.py)
         generator = torch.Generator().manual_seed(self.seed)
         sampler = RandomSampler(self.pipeline, num_samples=ENDLESS, generator=generator)
         node: Any = tn.SamplerWrapper(sampler)

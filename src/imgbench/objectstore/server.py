@@ -6,7 +6,8 @@ from start to end:
 
 * **start** (:func:`start_server`, a context manager; :meth:`S3Server.start`): free ports on
   127.0.0.1 for every listener (HTTP and gRPC of master, volume, filer and S3), a private temp
-  data folder (its logs and sockets too, through ``TMPDIR`` and ``-*.localSocket``), an access
+  data folder (its logs and sockets too, through ``TMPDIR`` and ``-*.localSocket``; the sockets
+  in a folder of their own under /tmp where the data folder's path is too long for one), an access
   key and secret of its own (``-s3.config``: anonymous and wrong credentials are refused), its
   own process group, and a parent-death signal (the server dies with the process that started
   it, even on SIGKILL);
@@ -14,7 +15,7 @@ from start to end:
   deleted (SeaweedFS grows its volumes on the first write, seconds on this machine: that cost is
   paid here, not in the first measured upload);
 * **crash**: a server that exits during start-up is a :class:`ServerStartError` naming its exit
-  code and the last line of its log; one that exits later is :class:`ServerLostError`;
+  code and the last fatal line of its log; one that exits later is :class:`ServerLostError`;
 * **stop**: SIGKILL to its process group (its SIGTERM path takes 17-26 s and keeps nothing we
   need), then the data folder and the gRPC sockets SeaweedFS always puts in ``/tmp`` are
   removed. :class:`SessionServer` is the session-scoped owner: one server for a whole benchmark
@@ -33,6 +34,7 @@ import atexit
 import contextlib
 import json
 import os
+import re
 import secrets
 import shutil
 import signal
@@ -46,6 +48,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import urlsplit
+
+from imgbench import unix_sockets
 
 WEED_ENV = "IMGBENCH_WEED"  # path of the ``weed`` binary to use (default: beside python, PATH)
 # a running S3 endpoint for the session instead of a server of its own: JSON with url,
@@ -287,6 +291,9 @@ class S3Server:
     ports: dict[str, int]
     binary: str
     owns_data_dir: bool = True
+    socket_dir: Path | None = (
+        None  # its sockets' own folder, where the data folder's path is too long
+    )
     _log: Any = field(default=None, repr=False)
     _stopped: bool = field(default=False, repr=False)
 
@@ -336,7 +343,8 @@ class S3Server:
         config = folder / "s3.json"
         config.write_text(json.dumps(_identity(endpoint)), encoding="utf-8")
         config.chmod(0o600)
-        command = [binary, "server", *_arguments(folder, ports, config)]
+        sockets, own_sockets = unix_sockets.socket_dir(folder, "filer.sock")
+        command = [binary, "server", *_arguments(folder, sockets, ports, config)]
         env = {**os.environ, "TMPDIR": str(folder)}  # glog's files go there, not to /tmp
         log = (folder / "weed.log").open("wb")
         try:
@@ -354,10 +362,21 @@ class S3Server:
             log.close()
             if owns:
                 shutil.rmtree(folder, ignore_errors=True)
+            if own_sockets:
+                shutil.rmtree(sockets, ignore_errors=True)
             raise ServerStartError(
                 f"S3 server: cannot run {binary}: {exc.strerror or exc}"
             ) from None
-        server = cls(endpoint, process, folder, ports, binary, owns, log)
+        server = cls(
+            endpoint,
+            process,
+            folder,
+            ports,
+            binary,
+            owns,
+            socket_dir=sockets if own_sockets else None,
+            _log=log,
+        )
         try:
             server._wait_ready(timeout_s)
         except ServerStartError:
@@ -432,15 +451,17 @@ class S3Server:
             )
 
     def last_log_line(self) -> str:
-        """The last non-empty line SeaweedFS wrote, shortened: what a crash reason quotes."""
+        """The last fatal (else non-empty) line SeaweedFS wrote, shortened: what a crash reason quotes."""
         with contextlib.suppress(OSError):
             with self.log_path.open("rb") as handle:
                 handle.seek(0, os.SEEK_END)
                 handle.seek(max(0, handle.tell() - 4096))
                 lines = [ln.strip() for ln in handle.read().decode(errors="replace").splitlines()]
             lines = [ln for ln in lines if ln]
+            # a Go panic's stack ends the log; glog's fatal line ("F1128 ...") says why
+            fatal = [ln for ln in lines if re.match(r"F\d{4} ", ln)]
             if lines:
-                return " ".join(lines[-1].split())[:240]
+                return " ".join((fatal or lines)[-1].split())[:240]
         return ""
 
     # -- stopping ------------------------------------------------------------------------------
@@ -464,6 +485,8 @@ class S3Server:
                     path.unlink()
         if self.owns_data_dir:
             shutil.rmtree(self.data_dir, ignore_errors=True)
+        if self.socket_dir is not None:
+            shutil.rmtree(self.socket_dir, ignore_errors=True)
 
     def __enter__(self) -> S3Server:
         return self
@@ -487,7 +510,7 @@ def _identity(endpoint: S3Endpoint) -> dict[str, Any]:
     }
 
 
-def _arguments(folder: Path, ports: dict[str, int], config: Path) -> list[str]:
+def _arguments(folder: Path, sockets: Path, ports: dict[str, int], config: Path) -> list[str]:
     return [
         f"-dir={folder}",
         "-ip=127.0.0.1",
@@ -504,8 +527,8 @@ def _arguments(folder: Path, ports: dict[str, int], config: Path) -> list[str]:
         f"-s3.config={config}",
         "-s3.port.iceberg=0",  # 0 disables: no other listeners than the eight above
         "-s3.port.lance=0",
-        f"-filer.localSocket={folder / 'filer.sock'}",
-        f"-s3.localSocket={folder / 's3.sock'}",
+        f"-filer.localSocket={sockets / 'filer.sock'}",  # a long TMPDIR: sockets elsewhere
+        f"-s3.localSocket={sockets / 's3.sock'}",
         "-master.telemetry=false",  # no reports to seaweedfs.com
         "-master.volumeSizeLimitMB=256",
         "-volume.max=64",
