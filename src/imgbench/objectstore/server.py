@@ -291,9 +291,8 @@ class S3Server:
     ports: dict[str, int]
     binary: str
     owns_data_dir: bool = True
-    socket_dir: Path | None = (
-        None  # its sockets' own folder, where the data folder's path is too long
-    )
+    # its sockets' own folder, where the data folder's path is too long for a Unix socket
+    socket_dir: Path | None = None
     _log: Any = field(default=None, repr=False)
     _stopped: bool = field(default=False, repr=False)
 
