@@ -19,7 +19,7 @@ import multiprocessing as mp
 import os
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures.process import BrokenProcessPool
-from typing import TypeVar
+from typing import Any, TypeVar
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -121,27 +121,36 @@ class WorkerPool:
                 in_flight.append((executor.submit(_apply_chunk, func, chunk), chunk[0]))
             return bool(chunk)
 
-        while len(in_flight) < self.workers * 4 and submit():
-            pass
+        try:
+            while len(in_flight) < self.workers * 4 and submit():
+                pass
+        except BrokenProcessPool as exc:  # a worker died before the queue was full
+            raise _died(func, in_flight, exc) from None
         while in_flight:
-            future, first = in_flight.popleft()
             try:
-                results = future.result()
+                results = in_flight[0][0].result()
+                in_flight.popleft()
+                submit()  # the pool may break here too, after this chunk came back whole
             except BrokenProcessPool as exc:
-                # the pool fails every unfinished chunk and does not say whose worker died:
-                # name them all (the oldest may have waited in the queue behind the culprit)
-                name = getattr(func, "__name__", repr(func))
-                unfinished = [first] + [
-                    f for fut, f in in_flight if not fut.done() or fut.exception() is not None
-                ]
-                starts = ", ".join(f"{f!r:.60}" for f in unfinished[:8])
-                more = f" and {len(unfinished) - 8} more" if len(unfinished) > 8 else ""
-                raise WorkerDiedError(
-                    f"a worker process died while running {name} on one of the chunks in "
-                    f"flight, starting at {starts}{more}: {exc}"
-                ) from None
-            submit()
+                raise _died(func, in_flight, exc) from None
             yield from results
+
+
+def _died(
+    func: Callable[..., object],
+    in_flight: Iterable[tuple[concurrent.futures.Future[Any], object]],
+    exc: BaseException,
+) -> WorkerDiedError:
+    """The error for a broken pool: it fails every unfinished chunk and does not say whose worker
+    died, so name them all (the oldest may have waited in the queue behind the culprit)."""
+    name = getattr(func, "__name__", repr(func))
+    unfinished = [f for fut, f in in_flight if not fut.done() or fut.exception() is not None]
+    starts = ", ".join(f"{f!r:.60}" for f in unfinished[:8])
+    more = f" and {len(unfinished) - 8} more" if len(unfinished) > 8 else ""
+    return WorkerDiedError(
+        f"a worker process died while running {name} on one of the chunks in "
+        f"flight, starting at {starts}{more}: {exc}"
+    )
 
 
 def imap(

@@ -342,10 +342,10 @@ class S3Server:
         config = folder / "s3.json"
         config.write_text(json.dumps(_identity(endpoint)), encoding="utf-8")
         config.chmod(0o600)
-        sockets, own_sockets = unix_sockets.socket_dir(folder, "filer.sock")
-        command = [binary, "server", *_arguments(folder, sockets, ports, config)]
         env = {**os.environ, "TMPDIR": str(folder)}  # glog's files go there, not to /tmp
         log = (folder / "weed.log").open("wb")
+        sockets, own_sockets = unix_sockets.socket_dir(folder, "filer.sock")
+        command = [binary, "server", *_arguments(folder, sockets, ports, config)]
         try:
             process = subprocess.Popen(
                 command,
