@@ -16,7 +16,7 @@ from imgbench.answer.rows import Configuration
 from imgbench.cli import app
 from imgbench.final.plan import FinalPlan
 from imgbench.final.run import PREFIX
-from imgbench.final.select import choose, leaner_plausible_ties
+from imgbench.final.select import best_of_each_system, choose, leaner_plausible_ties, system_of
 from imgbench.profiles import get_profile
 from tests.shared_runs import SessionRun
 
@@ -27,7 +27,7 @@ def _loader_rows(run: SessionRun) -> pd.DataFrame:
     return rows
 
 
-def test_choose_takes_the_best_the_next_and_both_common_defaults(
+def test_choose_takes_the_pick_the_best_of_each_system_and_both_common_defaults(
     quick_session: SessionRun,
 ) -> None:
     rows = _loader_rows(quick_session)
@@ -37,15 +37,23 @@ def test_choose_takes_the_best_the_next_and_both_common_defaults(
     assert answer is not None and answer.best is not None
     ids = [c.case_id for c in selection.candidates]
     assert ids[0] == answer.best.case_id  # the pick, even when the set is larger than the room
-    # then the leaner plausible ties, the rest of the equivalent set and the next few, as far as
-    # room allows
-    ranked = [answer.best.case_id]
-    ranked += [m.case_id for m in leaner_plausible_ties(answer.candidates)]
-    ranked = list(dict.fromkeys(ranked))
-    ranked += [m.case_id for m in answer.equivalent if m.case_id not in ranked]
-    ranked += [m.case_id for m in answer.candidates if m.case_id not in ranked]
-    chosen = [c.case_id for c in selection.candidates if not c.why.startswith("common default")]
-    assert chosen == ranked[: len(chosen)]
+    # then the best row of each system within the plausible range, fastest system first, as far
+    # as room allows (the leaner plausible ties, the rest of the set and the next few after them)
+    environment = dict(zip(rows["case_id"], rows["environment"].fillna("main"), strict=True))
+    bests = [
+        next(m for m in found if environment[m.case_id] == "main")
+        for found in best_of_each_system(answer.candidates).values()
+        if any(environment[m.case_id] == "main" for m in found)
+    ]
+    expected = list(dict.fromkeys([answer.best.case_id, *(m.case_id for m in bests)]))
+    chosen = [c for c in selection.candidates if not c.why.startswith("common default")]
+    shown = min(len(chosen), len(expected))
+    assert [c.case_id for c in chosen[:shown]] == expected[:shown]
+    by_id = {m.case_id: m for m in answer.candidates}
+    assert all(c.why == f"best of {system_of(by_id[c.case_id])}" for c in chosen[1:shown])
+    ties = {m.case_id for m in [*leaner_plausible_ties(answer.candidates), *answer.equivalent]}
+    for c in chosen[shown:]:  # past the systems' places: ties, then the next few
+        assert c.why == "next" or (c.why in ("lean", "equivalent") and c.case_id in ties)
     assert len(ids) == len(set(ids)) <= plan.max_candidates
     for default in (answer.default_0, answer.default_cores):
         assert default is not None

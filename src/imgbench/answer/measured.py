@@ -27,6 +27,9 @@ class Measured:
     extra_dependencies: tuple[str, ...] = ()  # distributions beyond torch, torchvision, Pillow
     params: tuple[tuple[str, str], ...] = ()  # the row's params_json, for telling rows apart
     matrix_case_id: str | None = None  # a final row's matrix row
+    # the system a user picks, whatever its variant (DALI, SPDL, DataLoader, ...): the row's
+    # ``system`` column, else its library (results written before the column)
+    system: str = ""
 
     def cite(self) -> str:
         return f"{self.case_id} in run {self.run_id}"

@@ -289,6 +289,12 @@ def _worker_processes(config: Configuration) -> bool:
     )
 
 
+def _system(row: Row | None) -> str | None:
+    """The row's ``system`` column (the system a user picks), or None where it has none."""
+    value = row.get("system") if row is not None else None
+    return value if isinstance(value, str) and value else None
+
+
 def _measured(
     row: Row, medians: list[float], source: str = MATRIX, matrix: Row | None = None
 ) -> Measured:
@@ -316,6 +322,8 @@ def _measured(
         extra_dependencies=extra_dependencies(both, config),
         params=tuple(sorted((str(k), str(v)) for k, v in params.items())),
         matrix_case_id=str(matrix["case_id"]) if matrix is not None else None,
+        # older rows have no system column (or null there): their library names the system
+        system=_system(row) or _system(matrix) or config.loader,
     )
 
 
