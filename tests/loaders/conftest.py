@@ -104,6 +104,7 @@ def tf_session(tmp_path_factory: pytest.TempPathFactory, photo_dir_48: Path) -> 
             **os.environ,
             "PYTHONPATH": os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")]),
             "IMGBENCH_TEST_TF_PROBE": str(probe_file),
+            "IMGBENCH_TEST_TF_PHOTOS": str(photo_dir_48),
         },
         capture_output=True,
         text=True,

@@ -80,6 +80,70 @@ def keras_first_batch(
         loader.close()
 
 
+def roi_decode(jpegs: list[str], draws: int) -> dict[str, Any]:
+    """tf.data's as-documented decode (``decode_and_crop_jpeg``): a forced window against
+    ``decode_jpeg`` then the same slice, and the windows ``sample_distorted_bounding_box`` draws
+    from the JPEG header over ``draws`` passes (area fraction, aspect, image size)."""
+    import tensorflow as tf
+
+    diffs = []
+    for path in jpegs:
+        data = tf.io.read_file(path)
+        window = tf.constant([24, 16, 120, 150])  # y, x, h, w: inside every photo
+        roi = tf.image.decode_and_crop_jpeg(data, window, channels=3).numpy()
+        whole = tf.io.decode_jpeg(data, channels=3).numpy()[24:144, 16:166]
+        diffs.append([float(np.abs(roi.astype(int) - whole.astype(int)).mean()), list(roi.shape)])
+    windows = []
+    for _ in range(draws):
+        for path in jpegs:
+            data = tf.io.read_file(path)
+            shape = tf.image.extract_jpeg_shape(data)
+            _, size = tfdata._window_of(tf, shape)
+            height, width = (int(v) for v in shape.numpy()[:2])
+            h, w = (int(v) for v in size.numpy()[:2])
+            windows.append([h * w / (height * width), w / h, width, height])
+    source = FileSource(jpegs, [i % 2 for i in range(len(jpegs))])
+    config = pipeline_config("tensorflow")
+    params = {"batch_size": BATCH, "workers": 0, **tfdata.DOCUMENTED.params}
+    loader = tfdata.build(SamplePipeline(source, config), params)
+    try:
+        images, targets, _, _ = next(iter(loader.batches()))
+        check = check_batch((images, targets, None, None), expectation(config, BATCH, None))
+        op = loader.extra["image_decode_op"]
+    finally:
+        loader.close()
+    return {"forced": diffs, "windows": windows, "check": check or "pass", "op": op}
+
+
+def bad_roi(work: Path, jpegs: list[str]) -> dict[str, Any]:
+    """The as-documented decode over a truncated JPEG and a zero-byte .jpg: the error."""
+    import shutil
+
+    bad = work / "roi-bad"
+    bad.mkdir()
+    paths = []
+    for i, path in enumerate(jpegs[:4]):
+        paths.append(str(bad / f"{i}.jpg"))
+        shutil.copyfile(path, paths[-1])
+    data = Path(jpegs[0]).read_bytes()
+    (bad / "truncated.jpg").write_bytes(data[: len(data) // 3])
+    (bad / "empty.jpg").write_bytes(b"")
+    out = {}
+    for name in ("truncated.jpg", "empty.jpg"):
+        source = FileSource([*paths, str(bad / name)], [0, 1, 0, 1, 0])
+        params = {"batch_size": 5, "workers": 0, **tfdata.DOCUMENTED.params}
+        try:
+            loader = tfdata.build(SamplePipeline(source, pipeline_config("tensorflow")), params)
+            try:
+                next(iter(loader.batches()))
+                out[name] = "no error"
+            finally:
+                loader.close()
+        except Exception as exc:
+            out[name] = f"{type(exc).__name__}: {' '.join(str(exc).split())[:400]}"
+    return out
+
+
 def pair_source(root: Path) -> PairSource:
     layout = pairs.detect(root)
     assert layout is not None
@@ -111,6 +175,11 @@ def probe(work: Path) -> dict[str, Any]:
     assert (1, 2, 3) not in COLOURS
     Image.fromarray(colours).save(first)
     out["bad-colour"] = first_batch(pair_source(bad), "tensorflow-segmentation")
+    photos = os.environ.get("IMGBENCH_TEST_TF_PHOTOS")
+    if photos:  # real photos (320x240 and 240x320): the as-documented crop-aware decode
+        jpegs = sorted(str(p) for p in Path(photos).rglob("*.jpg"))[:16]
+        out["roi"] = roi_decode(jpegs, 24)
+        out["roi-bad"] = bad_roi(work, jpegs)
     generate_pairs(work / "ocr", 6, size=(320, 240))  # crop-ocr's box lies in 320x240
     jpegs = sorted(str(p) for p in (work / "ocr" / "images").glob("*.jpg"))
     heads = np.random.default_rng(0).integers(0, 50, (len(jpegs), OCR_HEADS))

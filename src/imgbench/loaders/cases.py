@@ -31,6 +31,13 @@ from typing import TYPE_CHECKING, Any, TypedDict
 
 from imgbench.library import select
 from imgbench.loaders.cold import cold_cache
+from imgbench.loaders.documented import (
+    AS_DOCUMENTED,
+    Documented,
+    configuration_columns,
+    documented_params,
+)
+from imgbench.loaders.documented import PARAM as DOCUMENTED_PARAM
 from imgbench.loaders.pipeline import (
     CLASSIFICATION,
     CROP_OCR,
@@ -107,10 +114,18 @@ def loader_cases(profile: Profile) -> list[Case]:
     cases += [c for spec in specs if spec.sweep != "workers" for c in au_cases(spec, plan)]
     for spec in reference:
         cases += s3_loader_cases(spec.library, plan)
-    for spec in specs:
-        if spec.experiment is not None:
-            experiment: Callable[[LoaderPlan], list[Case]] = load_attr(spec.experiment)
-            cases += experiment(plan)
+    return cases + _entries_cases(specs, plan)
+
+
+def _entries_cases(specs: tuple[LoaderSpec, ...], plan: LoaderPlan) -> list[Case]:
+    """The rows entries plan in their own modules: each system as its authors build it
+    (``as_documented``, imgbench.loaders.documented), then the experiments."""
+    planners = [s.as_documented for s in specs if plan.as_documented and s.as_documented]
+    planners += [s.experiment for s in specs if s.experiment is not None]
+    cases: list[Case] = []
+    for name in planners:
+        planner: Callable[[LoaderPlan], list[Case]] = load_attr(name)
+        cases += planner(plan)
     return cases
 
 
@@ -258,10 +273,13 @@ def loader_case(
     batch_size: int | None = None,
     batch_timeout_s: float | None = None,
     network_shape: str | None = None,
+    documented: Documented | None = None,
 ) -> Case:
     """One loader case. An S3 pipeline (``config.storage == "s3"``) adds ``storage=s3`` to the
     parameters and needs the session's ``s3`` service; ``network_shape`` (a shape name, default
-    the server's own address) puts a shaped path in between: its parameters and ``s3@<shape>``."""
+    the server's own address) puts a shaped path in between: its parameters and ``s3@<shape>``.
+    ``documented``: the system built as its authors' example builds it (an as-documented row:
+    its parameters and source; imgbench.loaders.documented)."""
     spec = get_loader(library)
     processes = spec.torch_workers and workers > 0
     params: dict[str, Any] = {
@@ -291,7 +309,12 @@ def loader_case(
         params["compute_kind"] = compute_kind
     if batch_timeout_s is not None:
         params["batch_timeout_s"] = batch_timeout_s
+    if documented is not None:
+        params.update(documented_params(documented))
     services, columns = _storage(config, params, network_shape)
+    columns.update(
+        configuration_columns(spec.system_name, crops=crops(config), documented=documented)
+    )
     environment, part_checks = pipeline_environment(spec, config)
     case = spec_case(
         spec,
@@ -305,6 +328,11 @@ def loader_case(
         columns={**columns, "task": config.task},
     )
     return case if environment == case.environment else replace(case, environment=environment)
+
+
+def crops(config: PipelineConfig) -> bool:
+    """The pipeline's recipe draws a random crop (crop-ocr's crop is fixed; decode-only none)."""
+    return config.augment != NO_AUGMENT and config.task != CROP_OCR
 
 
 def pipeline_environment(
@@ -365,6 +393,11 @@ def variant_name(config: PipelineConfig, params: dict[str, Any]) -> str:
     if config.storage != LOCAL:  # its own curve: the same pipeline from the bucket
         shaping = params.get("network_shaping")
         parts.append(f"{config.storage}-{shaping}" if shaping else config.storage)
+    return "+".join(parts + _knob_parts(params))
+
+
+def _knob_parts(params: dict[str, Any]) -> list[str]:
+    parts = []
     if params.get("start_method") not in (None, "fork"):
         parts.append(params["start_method"])
     if params.get("persistent_workers") is False:
@@ -377,9 +410,11 @@ def variant_name(config: PipelineConfig, params: dict[str, Any]) -> str:
         parts.append("out-of-order")
     if "method" in params:
         parts.append(params["method"])
+    if params.get(DOCUMENTED_PARAM) == AS_DOCUMENTED:
+        parts.append(AS_DOCUMENTED)
     if "accelerator_images_per_s" in params:
         parts.append(f"au-{params['compute_kind']}-{params['accelerator_images_per_s']}ips")
-    return "+".join(parts)
+    return parts
 
 
 def _requires(spec: LoaderSpec, config: PipelineConfig) -> tuple[str, ...]:

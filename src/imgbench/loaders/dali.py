@@ -32,6 +32,7 @@ import numpy as np
 from imgbench.augment import spec
 from imgbench.augment.base import IMAGENET_MEAN, IMAGENET_STD
 from imgbench.loaders.base import Batch, LoaderError, clock
+from imgbench.loaders.documented import ROI, Documented, configuration_columns, documented_params
 from imgbench.loaders.pipeline import FILES, SamplePipeline
 
 if TYPE_CHECKING:
@@ -46,24 +47,36 @@ DECODER = "dali/decoders-image"
 AUGMENT = "dali"  # DALI's own graph, as "tensorflow" is tf.data's
 RECIPE = "train-classification"
 PREFETCH = 2  # DALI's default prefetch_queue_depth
+FULL_DECODE = "image"  # fn.decoders.image, then fn.random_resized_crop (the same recipe's)
+ROI_DECODE = "image-random-crop"  # fn.decoders.image_random_crop, then fn.resize (DALI's own)
+# DALI's own ResNet-50 training example builds the crop this way (create_dali_pipeline)
+DOCUMENTED = Documented(
+    source="NVIDIA/DALI docs/examples/use_cases/pytorch/resnet50/main.py, create_dali_pipeline "
+    "(fn.decoders.image_random_crop + fn.resize); DALI 2.4",
+    params={"dali_decode": ROI_DECODE},
+    crop_decode=ROI,
+)
 DIAGNOSIS_MAX_S = 30.0  # naming bad samples after a failure: at most this long
 NAMED_BAD = 10  # bad samples named in the error; the rest counted
 DALI_ERROR = "Critical error in pipeline"  # how DALI's own operator failures begin
 
 
-def _recipe(fn: Any, types: Any, encoded: Any, device: str) -> Any:
+def _recipe(fn: Any, types: Any, encoded: Any, device: str, decode: str = FULL_DECODE) -> Any:
     b, c, s, h = spec.JITTER
-    images = fn.decoders.image(
-        encoded, device=device, output_type=types.RGB, adjust_orientation=False
-    )
-    images = fn.random_resized_crop(
-        images,
-        size=(spec.SIZE, spec.SIZE),
-        random_area=spec.RRC_SCALE,
-        random_aspect_ratio=spec.RRC_RATIO,
-        interp_type=types.INTERP_LINEAR,
-        antialias=True,
-    )
+    if decode == ROI_DECODE:
+        images = _roi_crop(fn, types, encoded, device)
+    else:
+        images = fn.decoders.image(
+            encoded, device=device, output_type=types.RGB, adjust_orientation=False
+        )
+        images = fn.random_resized_crop(
+            images,
+            size=(spec.SIZE, spec.SIZE),
+            random_area=spec.RRC_SCALE,
+            random_aspect_ratio=spec.RRC_RATIO,
+            interp_type=types.INTERP_LINEAR,
+            antialias=True,
+        )
     images = fn.color_twist(
         images,
         brightness=fn.random.uniform(range=(1 - b, 1 + b)),
@@ -81,6 +94,49 @@ def _recipe(fn: Any, types: Any, encoded: Any, device: str) -> Any:
     )
 
 
+def _roi_crop(
+    fn: Any, types: Any, encoded: Any, device: str, window: tuple[int, int, int, int] | None = None
+) -> Any:
+    """DALI's ResNet-50 example's crop: :func:`roi_decode`, then ``fn.resize`` to 224 x 224
+    with the triangular (antialiased linear) filter, as the example resizes."""
+    return fn.resize(
+        roi_decode(fn, types, encoded, device, window),
+        resize_x=spec.SIZE,
+        resize_y=spec.SIZE,
+        interp_type=types.INTERP_TRIANGULAR,
+    )
+
+
+def roi_decode(
+    fn: Any, types: Any, encoded: Any, device: str, window: tuple[int, int, int, int] | None = None
+) -> Any:
+    """The decoder draws the crop's window (area 8-100%, aspect 3/4..4/3, up to 100 attempts, as
+    the example) and decodes only that part of the JPEG. ``window`` (x, y, w, h in pixels)
+    forces it (``fn.decoders.image_slice``): the check that a ROI decode equals decode-then-crop.
+    """
+    if window is None:
+        return fn.decoders.image_random_crop(
+            encoded,
+            device=device,
+            output_type=types.RGB,
+            adjust_orientation=False,
+            random_area=spec.RRC_SCALE,
+            random_aspect_ratio=spec.RRC_RATIO,
+            num_attempts=100,
+        )
+    x, y, w, h = window
+    return fn.decoders.image_slice(
+        encoded,
+        device=device,
+        output_type=types.RGB,
+        adjust_orientation=False,
+        start=(x, y),
+        shape=(w, h),
+        normalized_anchor=False,
+        normalized_shape=False,
+    )
+
+
 class DaliLoader:
     def __init__(self, pipeline: SamplePipeline, params: Mapping[str, Any]) -> None:
         self.pipeline = pipeline
@@ -89,9 +145,11 @@ class DaliLoader:
         self.threads = max(1, int(params.get("workers") or 1))
         self.source_kind = str(params.get("dali_source") or READER_FILE)
         self.device = str(params.get("dali_device") or "cpu")
+        self.decode = str(params.get("dali_decode") or FULL_DECODE)
         self.extra: dict[str, Any] = {
             "dali_source": self.source_kind,
             "dali_device": self.device,
+            "dali_decode": self.decode,
             "dali_prefetch_queue_depth": PREFETCH,
         }
         self._pipe: Any = None
@@ -133,7 +191,7 @@ class DaliLoader:
                     batch=True,
                     dtype=[types.DALIDataType.UINT8, types.DALIDataType.INT32],
                 )
-            pipe.set_outputs(_recipe(fn, types, encoded, self.device), labels)
+            pipe.set_outputs(_recipe(fn, types, encoded, self.device, self.decode), labels)
         start = clock()
         pipe.build()
         self.extra["dali_build_s"] = clock() - start
@@ -283,6 +341,11 @@ def plan_cases(plan: LoaderPlan) -> list[Case]:
     return cases
 
 
+def documented_cases(plan: LoaderPlan) -> list[Case]:
+    """DALI as its ResNet-50 example builds it (region-of-interest decode), over the sweep."""
+    return [dali_case(plan, t, documented=DOCUMENTED) for t in plan.thread_sweep or (1,)]
+
+
 def dali_case(
     plan: LoaderPlan,
     threads: int,
@@ -292,10 +355,11 @@ def dali_case(
     device: str = "cpu",
     accelerator: int | None = None,
     batch_timeout_s: float | None = None,
+    documented: Documented | None = None,
 ) -> Case:
     """One DALI case; parameters named as every loader case's, plus ``dali_source`` and
-    ``dali_device``. Built here, not by ``loader_case``: the recipe is DALI's own graph, not an
-    augment-registry library."""
+    ``dali_device`` (and ``dali_decode`` as documented). Built here, not by ``loader_case``:
+    the recipe is DALI's own graph, not an augment-registry library."""
     from imgbench.formats.registry import get_format
     from imgbench.loaders.cases import batches_per_round, prepare_loader
     from imgbench.loaders.registry import get_loader
@@ -319,10 +383,16 @@ def dali_case(
         params["compute_kind"] = "sleep"
     if batch_timeout_s is not None:
         params["batch_timeout_s"] = batch_timeout_s
+    if documented is not None:
+        params.update(documented_params(documented))
     requires = entry.requires + (get_format(fmt).requires if fmt != FILES else ())
     parts = [fmt, source, device]
     if accelerator is not None:
         parts.append(f"au-sleep-{accelerator}ips")
+    if documented is not None:
+        parts.append("as-documented")
+    columns: dict[str, Any] = {"storage": "local"}
+    columns.update(configuration_columns(entry.system_name, crops=True, documented=documented))
     return spec_case(
         entry,
         stage="loader",
@@ -331,5 +401,5 @@ def dali_case(
         params=params,
         requires=tuple(dict.fromkeys(requires)),
         check=cuda_problem if device == "mixed" else None,
-        columns={"storage": "local"},
+        columns=columns,
     )

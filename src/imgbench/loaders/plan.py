@@ -39,6 +39,9 @@ class LoaderPlan(StagePlan):
     # every other loader's AU rows: at the first speed, at this many workers or threads (or the
     # most it runs), one row per method (imgbench.loaders.cases.au_cases)
     au_workers: int = 2
+    # each system also as its own authors' example builds it (imgbench.loaders.documented),
+    # where its registry entry names such rows
+    as_documented: bool = True
     # the reference DataLoader with in_order=False (torch >= 2.6) at these worker counts
     in_order_workers: tuple[int, ...] = (2,)
     # local loader rounds read cold on the real disk too (the disk sessions' real-disk pass,

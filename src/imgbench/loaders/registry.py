@@ -124,6 +124,16 @@ class LoaderSpec(LibrarySpec):
     # e.g. Keras's use_multiprocessing False and True
     task_methods: tuple[str, ...] = ()
     experiment: str | None = None
+    # the system a user picks (the row's ``system`` column; the final and the answer compare
+    # the best row of each): several entries can be one system (spdl and spdl-subprocess)
+    system: str = ""
+    # "module:function(plan) -> list[Case]": the rows built as the system's own authors'
+    # example or guide builds it (``configured_as`` = as-documented), beside the same-recipe rows
+    as_documented: str | None = None
+
+    @property
+    def system_name(self) -> str:
+        return self.system or self.library
 
     def load(self) -> ModuleType:
         return importlib.import_module(self.module)
@@ -134,6 +144,7 @@ _M = "imgbench.loaders."
 LOADERS: tuple[LoaderSpec, ...] = (
     LoaderSpec(
         library="torch-dataloader",
+        system="DataLoader",
         module=_M + "torch_dataloader",
         requires=("torch",),
         dist="torch",
@@ -141,9 +152,11 @@ LOADERS: tuple[LoaderSpec, ...] = (
         sweep="workers",
         torch_workers=True,
         quick=True,
+        as_documented=_M + "torch_dataloader:documented_cases",
     ),
     LoaderSpec(
         library="threadpool",
+        system="thread pool",
         module=_M + "threads",
         requires=("torch",),
         processes=False,
@@ -153,6 +166,7 @@ LOADERS: tuple[LoaderSpec, ...] = (
     ),
     LoaderSpec(
         library="queue-feeder",
+        system="queue feeder",
         module=_M + "queue_feeder",
         requires=("torch",),
         processes=False,
@@ -160,6 +174,7 @@ LOADERS: tuple[LoaderSpec, ...] = (
     ),
     LoaderSpec(
         library="prefetch-generator",
+        system="DataLoaderX",
         module=_M + "prefetch",
         requires=("torch", "prefetch_generator"),
         dist="prefetch_generator",
@@ -170,15 +185,18 @@ LOADERS: tuple[LoaderSpec, ...] = (
     ),
     LoaderSpec(
         library="torchdata-nodes",
+        system="torchdata.nodes",
         module=_M + "torchdata_nodes",
         requires=("torch", "torchdata.nodes"),
         dist="torchdata",
         processes=False,  # its process rows report their worker pids all the same
         methods=(("thread", "threads"), ("process", "workers")),
         note="torchdata.nodes: ParallelMapper > Batcher > collate > Prefetcher > Loader",
+        as_documented=_M + "torchdata_nodes:documented_cases",
     ),
     LoaderSpec(
         library="sharded-iterable",
+        system="DataLoader",
         module=_M + "sharded_iterable",
         requires=("torch",),
         dist="torch",
@@ -189,6 +207,7 @@ LOADERS: tuple[LoaderSpec, ...] = (
     ),
     LoaderSpec(
         library="spdl",
+        system="SPDL",
         module=_M + "spdl",
         requires=("spdl.pipeline", "torch"),
         dist="spdl-core",
@@ -196,9 +215,11 @@ LOADERS: tuple[LoaderSpec, ...] = (
         sweep="threads",
         pipelines=("default", "spdl-io"),
         note="spdl.pipeline.PipelineBuilder: pipe(sample, concurrency=N), build(num_threads=N)",
+        as_documented=_M + "spdl:documented_cases",
     ),
     LoaderSpec(
         library="spdl-subprocess",
+        system="SPDL",
         module=_M + "spdl_subprocess",
         requires=("spdl.pipeline", "torch"),
         dist="spdl-core",
@@ -209,6 +230,7 @@ LOADERS: tuple[LoaderSpec, ...] = (
     ),
     LoaderSpec(
         library="ray-data",
+        system="Ray Data",
         module=_M + "ray_data",
         requires=("ray.data", "torch"),
         dist="ray",
@@ -222,6 +244,7 @@ LOADERS: tuple[LoaderSpec, ...] = (
     ),
     LoaderSpec(
         library="tf-data",
+        system="tf.data",
         module=_M + "tfdata",
         requires=("tensorflow",),
         dist="tensorflow-cpu",
@@ -236,10 +259,12 @@ LOADERS: tuple[LoaderSpec, ...] = (
             "tensorflow-segmentation-tfrecord",
         ),
         note="tf.data: map(num_parallel_calls=AUTOTUNE) + prefetch(AUTOTUNE)",
+        as_documented=_M + "tfdata:documented_cases",
         own_formats=("tfrecord",),
     ),
     LoaderSpec(
         library="keras-pydataset",
+        system="Keras PyDataset",
         module=_M + "keras",
         requires=("tensorflow", "keras"),
         dist="keras",
@@ -251,15 +276,18 @@ LOADERS: tuple[LoaderSpec, ...] = (
     ),
     LoaderSpec(
         library="dali",
+        system="DALI",
         module=_M + "dali",
         requires=("nvidia.dali", "torch"),
         dist="nvidia-dali-cuda120",
         processes=False,
         experiment=_M + "dali:plan_cases",
+        as_documented=_M + "dali:documented_cases",
         note="NVIDIA DALI pipeline: the train recipe in DALI ops, num_threads swept; CPU here",
     ),
     LoaderSpec(
         library="mxnet-recordio",
+        system="MXNet ImageRecordIter",
         module=_M + "mxnet_recordio",
         requires=("mxnet",),
         dist="mxnet",

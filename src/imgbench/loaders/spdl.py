@@ -31,7 +31,7 @@ import os
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -43,12 +43,24 @@ from imgbench.loaders.base import (
     LoaderError,
     reap,
 )
+from imgbench.loaders.documented import Documented
 from imgbench.loaders.pipeline import SamplePipeline, collate_for
+
+if TYPE_CHECKING:
+    from imgbench.loaders.plan import LoaderPlan
+    from imgbench.measure.case import Case
 
 STOP_TIMEOUT_S = 10.0  # how long close() waits for the pipeline's threads
 # a stage that raises stops the pipeline (SPDL's default, -1, logs and drops the item, which
 # would show as a hang); samples never raise here (SampleFailure), so this is the collate's
 MAX_FAILURES = 0
+PER_SAMPLE = "per-sample"  # pipe(sample, concurrency=N) -> aggregate -> collate (same recipe)
+PER_BATCH = "per-batch"  # aggregate -> pipe(batch, concurrency=N): SPDL's own examples' shape
+DOCUMENTED = Documented(
+    source="facebookresearch/spdl examples/imagenet_classification.py (aggregate, then one "
+    "decode task per batch, concurrency set per stage); spdl 0.8",
+    params={"spdl_shape": PER_BATCH},
+)
 
 
 @dataclass(frozen=True)
@@ -154,6 +166,17 @@ class Collate:
         return self.collate(samples)
 
 
+class BatchTask:
+    """One task per batch (the per-batch shape): every sample of the batch, then the collate, on
+    one SPDL thread: one hand-off per batch instead of one per sample."""
+
+    def __init__(self, sample: Sample, collate: Collate) -> None:
+        self.sample, self.collate = sample, collate
+
+    def __call__(self, indices: list[int]) -> Batch | FailedBatch:
+        return self.collate([self.sample(i) for i in indices])
+
+
 class SpdlLoader:
     def __init__(
         self, pipeline: SamplePipeline, params: Mapping[str, Any], *, subprocess: bool = False
@@ -166,6 +189,9 @@ class SpdlLoader:
         self.timeout = float(params.get("batch_timeout_s") or BATCH_TIMEOUT_S)
         self.first_timeout = max(FIRST_BATCH_TIMEOUT_S, 3 * self.timeout)
         self.sample = Sample(pipeline)
+        self.shape = str(params.get("spdl_shape") or PER_SAMPLE)
+        if self.shape not in (PER_SAMPLE, PER_BATCH):
+            raise ValueError(f"spdl_shape {self.shape!r}: {PER_SAMPLE} or {PER_BATCH}")
         self._pipeline: Any = None  # spdl.pipeline.Pipeline, in this process
         self._iterable: Any = None  # run_pipeline_in_subprocess's iterable
         self._iterator: Iterator[Any] | None = None
@@ -175,15 +201,19 @@ class SpdlLoader:
     def config(self) -> Any:
         from spdl.pipeline import PipelineBuilder
 
-        return (
-            PipelineBuilder[int, Any]()
-            .add_source(Indices(len(self.pipeline)))
-            .pipe(self.sample, concurrency=self.threads, name="sample")
-            .aggregate(self.batch_size, drop_last=True)
-            .pipe(Collate(collate_for(self.pipeline.config)), name="collate")
-            .add_sink(self.buffer)
-            .get_config()
-        )
+        builder = PipelineBuilder[int, Any]().add_source(Indices(len(self.pipeline)))
+        collate = Collate(collate_for(self.pipeline.config))
+        if self.shape == PER_BATCH:  # SPDL's ImageNet example: batch the indices, then one task
+            builder = builder.aggregate(self.batch_size, drop_last=True).pipe(
+                BatchTask(self.sample, collate), concurrency=self.threads, name="batch"
+            )
+        else:
+            builder = (
+                builder.pipe(self.sample, concurrency=self.threads, name="sample")
+                .aggregate(self.batch_size, drop_last=True)
+                .pipe(collate, name="collate")
+            )
+        return builder.add_sink(self.buffer).get_config()
 
     def batches(self) -> Iterator[Batch]:
         import multiprocessing
@@ -192,6 +222,7 @@ class SpdlLoader:
 
         self.extra = {
             "spdl_mode": "subprocess" if self.subprocess else "threads",
+            "spdl_shape": self.shape,
             "spdl_concurrency": self.threads,
             "spdl_num_threads": self.threads,
             "spdl_sink_buffer": self.buffer,
@@ -263,3 +294,17 @@ def build(pipeline: SamplePipeline, params: Mapping[str, Any]) -> SpdlLoader:
 
 def build_subprocess(pipeline: SamplePipeline, params: Mapping[str, Any]) -> SpdlLoader:
     return SpdlLoader(pipeline, params, subprocess=True)
+
+
+def documented_cases(plan: LoaderPlan) -> list[Case]:
+    """SPDL as its own examples build it: per-batch tasks, over the thread sweep, for each of
+    its entry's pipelines (OpenCV's decode and spdl.io's)."""
+    from imgbench.loaders.cases import loader_case
+    from imgbench.loaders.registry import get_loader, pipeline_config
+
+    entry = get_loader("spdl")
+    return [
+        loader_case(entry.library, t, plan=plan, config=pipeline_config(n), documented=DOCUMENTED)
+        for n in entry.pipelines
+        for t in plan.thread_sweep
+    ]

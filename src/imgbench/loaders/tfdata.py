@@ -3,7 +3,7 @@
 Runs in the ``tensorflow`` environment (``imgbench env create tensorflow``, then
 ``imgbench run --env tensorflow``). The map is the train recipe of ``imgbench.augment.spec`` in
 TensorFlow ops: ``read_file`` -> ``decode_jpeg`` -> a random crop of 8-100% of the area with
-aspect 3/4..4/3 (``sample_distorted_bounding_box``) resized to 224 (bilinear, antialiased) ->
+aspect 3/4..4/3 (drawn as torchvision's RandomResizedCrop draws it: ``_window_of``) resized to 224 (bilinear, antialiased) ->
 horizontal flip -> brightness, contrast, saturation, hue jitter -> ImageNet normalisation,
 HxWx3 float32 (TensorFlow's layout). ``workers`` = 0 lets AUTOTUNE choose the parallelism;
 N > 0 fixes ``num_parallel_calls`` to N.
@@ -23,7 +23,7 @@ bytes.
 The ``segmentation`` task (``imgbench.augment.tasks``; its pool is image + mask pairs): the mask
 PNG is decoded as RGB colours (a palette PNG expands to its colours) and one-hot encoded through
 the colour table (``COLOURS``; a colour not in it fails the element, naming the mask file), then
-one ``sample_distorted_bounding_box`` window and one flip draw are applied to the image and the
+one random resized crop window (``_window_of``) and one flip draw are applied to the image and the
 one-hot mask (bilinear for the image, nearest for the mask), jitter and normalisation to the
 image only; out: HxWx3 float32 images and HxW int64 masks (the one-hot's argmax). From TFRecord,
 each example holds ``image`` and ``mask`` bytes.
@@ -34,39 +34,95 @@ functions eagerly over the pool once, outside the timed rounds (``extra.stage_ti
 
 from __future__ import annotations
 
+import math
 import shutil
 import tempfile
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from imgbench.augment import spec, tasks
-from imgbench.loaders.base import Batch, clock
+from imgbench.loaders.base import Batch, LoaderError, clock
+from imgbench.loaders.documented import ROI, Documented
 from imgbench.loaders.pipeline import CLASSIFICATION, SEGMENTATION, SamplePipeline
 
+if TYPE_CHECKING:
+    from imgbench.loaders.plan import LoaderPlan
+    from imgbench.measure.case import Case
+
 SHUFFLE_RECORDS = 4096
+DIAGNOSIS_MAX_S = 30.0  # naming bad files after a graph error: at most this long
+NAMED_BAD = 10
+DECODE_AND_CROP = "decode-and-crop-jpeg"  # the tf_decode parameter of the as-documented row
+# TensorFlow's own ResNet-50 input pipeline decodes only the crop's window
+DOCUMENTED = Documented(
+    source="tensorflow/models official/legacy/image_classification/resnet/"
+    "imagenet_preprocessing.py, _decode_crop_and_flip (decode_and_crop_jpeg), and the tf.data "
+    "performance guide (map AUTOTUNE, deterministic=False, prefetch); TensorFlow 2.x",
+    params={"tf_decode": DECODE_AND_CROP},
+    crop_decode=ROI,
+)
 MEAN = (0.485, 0.456, 0.406)
 STD = (0.229, 0.224, 0.225)
 
 
 def _window(tf: Any, image: Any) -> tuple[Any, Any]:
     """The random resized crop's window (begin, size) of an HxWxC image."""
-    begin, size, _ = tf.image.sample_distorted_bounding_box(
-        tf.shape(image),
-        bounding_boxes=tf.zeros([1, 0, 4]),
-        area_range=spec.RRC_SCALE,
-        aspect_ratio_range=spec.RRC_RATIO,
-        max_attempts=10,
-        use_image_if_no_bounding_boxes=True,
-    )
-    return begin, size
+    return _window_of(tf, tf.shape(image))
+
+
+def _window_of(tf: Any, shape: Any) -> tuple[Any, Any]:
+    """The random resized crop's window (begin [y, x, 0], size [h, w, -1]) in an image of
+    ``shape`` (H, W, C), drawn as the recipe draws it (torchvision's RandomResizedCrop: area
+    uniform in RRC_SCALE, aspect log-uniform in RRC_RATIO, the first of 10 draws that fits,
+    else the whole image clamped to the aspect range; a uniform position).
+
+    Not ``sample_distorted_bounding_box``: with these ranges its windows averaged 0.36 of the
+    image's area on 320x240 photos where the recipe's average 0.435 (384 draws against 4,000), so
+    a tf.data row cropped, resized and (decoding the window only) decoded less than the others.
+    """
+    height = tf.cast(shape[0], tf.float32)
+    width = tf.cast(shape[1], tf.float32)
+    low, high = spec.RRC_SCALE
+    area = height * width * tf.random.uniform([10], low, high)
+    log_low, log_high = math.log(spec.RRC_RATIO[0]), math.log(spec.RRC_RATIO[1])
+    ratio = tf.exp(tf.random.uniform([10], log_low, log_high))
+    w = tf.round(tf.sqrt(area * ratio))
+    h = tf.round(tf.sqrt(area / ratio))
+    fits = (w > 0) & (h > 0) & (w <= width) & (h <= height)
+    first = tf.argmax(tf.cast(fits, tf.int32))  # the first that fits (argmax: first maximum)
+    # the fallback: the whole image, narrowed to the aspect range (torchvision's centre crop)
+    aspect = width / height
+    whole_w = tf.where(aspect > spec.RRC_RATIO[1], tf.round(height * spec.RRC_RATIO[1]), width)
+    whole_h = tf.where(aspect < spec.RRC_RATIO[0], tf.round(width / spec.RRC_RATIO[0]), height)
+    found = tf.reduce_any(fits)
+    crop_w = tf.cast(tf.where(found, w[first], whole_w), tf.int32)
+    crop_h = tf.cast(tf.where(found, h[first], whole_h), tf.int32)
+    y = tf.random.uniform([], 0, tf.cast(shape[0], tf.int32) - crop_h + 1, tf.int32)
+    x = tf.random.uniform([], 0, tf.cast(shape[1], tf.int32) - crop_w + 1, tf.int32)
+    return tf.stack([y, x, 0]), tf.stack([crop_h, crop_w, -1])
 
 
 def _augment(tf: Any, image: Any) -> Any:
     begin, size = _window(tf, image)
-    image = tf.slice(image, begin, size)
+    return _resize_flip_jitter(tf, tf.slice(image, begin, size))
+
+
+def _decode_and_crop(tf: Any, data: Any) -> Any:
+    """TensorFlow's own ResNet preprocessing (``_decode_crop_and_flip``): the window is drawn
+    from the JPEG's header (``extract_jpeg_shape``) and only it is decoded
+    (``decode_and_crop_jpeg``), then resized, flipped and jittered as :func:`_augment` does."""
+    begin, size = _window_of(tf, tf.image.extract_jpeg_shape(data))
+    offset_y, offset_x, _ = tf.unstack(begin)
+    height, width, _ = tf.unstack(size)
+    window = tf.stack([offset_y, offset_x, height, width])
+    image = tf.image.decode_and_crop_jpeg(data, window, channels=3)
+    return _resize_flip_jitter(tf, tf.cast(image, tf.float32))
+
+
+def _resize_flip_jitter(tf: Any, image: Any) -> Any:
     image = tf.image.resize(image, (spec.SIZE, spec.SIZE), method="bilinear", antialias=True)
     return _jitter(tf, tf.image.random_flip_left_right(image) / 255.0)
 
@@ -120,15 +176,27 @@ class TfDataLoader:
             raise ValueError(f"tf-data runs classification and segmentation, not {self.task}")
         self.labels = np.asarray(getattr(source, "labels", [0] * len(self.paths)), dtype=np.int64)
         self.all_jpeg = all(_is_jpeg(p) for p in self.paths)
+        # as TensorFlow's ResNet preprocessing: decode only the crop's window (JPEG pools only:
+        # decode_and_crop_jpeg reads JPEG; any other pool decodes whole, and says so)
+        self.roi = (
+            params.get("tf_decode") == DECODE_AND_CROP
+            and self.all_jpeg
+            and self.task == CLASSIFICATION
+        )
         self.batch_size = int(params["batch_size"])
         workers = int(params.get("workers") or 0)
         self.parallel = tf.data.AUTOTUNE if workers == 0 else workers
         self.pipeline = pipeline
         self.format = pipeline.config.format
         # what the row decoded its images with: a PNG pool's row is tf.data from PNG files
-        self.extra: dict[str, Any] = {
-            "image_decode_op": "decode_jpeg" if self.all_jpeg else "decode_image"
-        }
+        op = (
+            "decode_and_crop_jpeg"
+            if self.roi
+            else "decode_jpeg"
+            if self.all_jpeg
+            else "decode_image"
+        )
+        self.extra: dict[str, Any] = {"image_decode_op": op}
         self._tmp: Path | None = None
         self.record_file: str | None = None
         if self.format == "tfrecord":
@@ -175,6 +243,8 @@ class TfDataLoader:
         if self.masks is not None:
             spec.update(mask=text, mask_name=text)
         features = tf.io.parse_single_example(record, spec)
+        if self.roi:
+            return _decode_and_crop(tf, features["image"]), features["label"]
         image = self._decode(features["image"])
         if self.masks is not None:
             mask = tf.io.decode_png(features["mask"], channels=3)
@@ -183,6 +253,8 @@ class TfDataLoader:
 
     def _load(self, path: Any, label: Any) -> tuple[Any, Any]:
         tf = self.tf
+        if self.roi:
+            return _decode_and_crop(tf, tf.io.read_file(path)), label
         image = self._decode(tf.io.read_file(path))
         return _augment(tf, tf.cast(image, tf.float32)), label
 
@@ -193,25 +265,37 @@ class TfDataLoader:
         return _segment(tf, image, mask, mask_path)
 
     def _eager_stage_times(self) -> dict[str, float]:
-        tf = self.tf
+        """Seconds per image in (read, decode, augment), the same functions run eagerly over the
+        pool (outside the timed rounds); a file the decode rejects fails the case by name."""
         sums = np.zeros(3)
         masks = self.masks or [None] * len(self.paths)
         for path, mask_path in zip(self.paths, masks, strict=True):
-            t0 = clock()
-            data = tf.io.read_file(path)
-            mask = None if mask_path is None else tf.io.read_file(mask_path)
-            t1 = clock()
-            image = self._decode(data)
-            if mask is not None:
-                mask = tf.io.decode_png(mask, channels=3)
-            t2 = clock()
-            if mask is None:
-                _augment(tf, tf.cast(image, tf.float32)).numpy()
-            else:
-                _segment(tf, image, mask, tf.constant(mask_path))[1].numpy()
-            sums += (t1 - t0, t2 - t1, clock() - t2)
+            try:
+                sums += self._eager_parts(path, mask_path)
+            except self.tf.errors.OpError as exc:
+                message = " ".join(str(exc.message).split())[:1000]
+                raise LoaderError(f"tf.data: {message} [sample {path}]") from None
         read, decode, augment = sums / len(self.paths)
         return {"read": read, "decode": decode, "augment": augment}
+
+    def _eager_parts(self, path: str, mask_path: str | None) -> tuple[float, float, float]:
+        tf = self.tf
+        t0 = clock()
+        data = tf.io.read_file(path)
+        mask = None if mask_path is None else tf.io.read_file(mask_path)
+        t1 = clock()
+        if self.roi:  # the decode is the crop's: one part, counted as the decode's
+            _decode_and_crop(tf, data).numpy()
+            return t1 - t0, clock() - t1, 0.0
+        image = self._decode(data)
+        if mask is not None:
+            mask = tf.io.decode_png(mask, channels=3)
+        t2 = clock()
+        if mask is None:
+            _augment(tf, tf.cast(image, tf.float32)).numpy()
+        else:
+            _segment(tf, image, mask, tf.constant(mask_path))[1].numpy()
+        return t1 - t0, t2 - t1, clock() - t2
 
     def batches(self) -> Iterator[Batch]:
         tf = self.tf
@@ -233,7 +317,45 @@ class TfDataLoader:
                 .map(load, num_parallel_calls=self.parallel, deterministic=False)
             )
         dataset = samples.batch(self.batch_size, drop_remainder=True).prefetch(tf.data.AUTOTUNE)
-        return ((images, labels, None, None) for images, labels in dataset)
+        return self._named_failures((images, labels, None, None) for images, labels in dataset)
+
+    def _named_failures(self, batches: Iterator[Batch]) -> Iterator[Batch]:
+        """The batches; a graph error (TensorFlow names the op, not the file) becomes one that
+        names each file of the pool the same decode rejects."""
+        try:
+            yield from batches
+        except self.tf.errors.OpError as exc:
+            bad = self._bad_files()
+            if not bad:
+                raise
+            named = "; ".join(f"{path} ({why})" for path, why in bad[:NAMED_BAD])
+            more = f" and {len(bad) - NAMED_BAD} more" if len(bad) > NAMED_BAD else ""
+            cause = " ".join(str(exc.message).split())[:200]
+            raise LoaderError(
+                f"tf.data: {len(bad)} file(s) of the pool cannot be decoded: {named}{more} "
+                f"[TensorFlow: {cause}]"
+            ) from None
+
+    def _bad_files(self) -> list[tuple[str, str]]:
+        """(path, reason) of each image the row's decode rejects, eagerly, at most 30 s."""
+        tf = self.tf
+        bad: list[tuple[str, str]] = []
+        end = clock() + DIAGNOSIS_MAX_S
+        for path in self.paths:
+            if clock() > end:
+                break
+            try:
+                data = tf.io.read_file(path)
+                if int(tf.strings.length(data)) == 0:
+                    raise ValueError("zero bytes")
+                if self.roi:
+                    _decode_and_crop(tf, data).numpy()
+                else:
+                    self._decode(data).numpy()
+            except (ValueError, tf.errors.OpError) as exc:
+                text = exc.message if isinstance(exc, tf.errors.OpError) else str(exc)
+                bad.append((path, " ".join(str(text).split())[:120]))
+        return bad
 
     def worker_pids(self) -> list[int]:
         return []
@@ -262,3 +384,18 @@ def _text_feature(tf: Any, text: str) -> Any:
 
 def build(pipeline: SamplePipeline, params: Mapping[str, Any]) -> TfDataLoader:
     return TfDataLoader(pipeline, params)
+
+
+def documented_cases(plan: LoaderPlan) -> list[Case]:
+    """tf.data as TensorFlow's ResNet preprocessing builds it: decode_and_crop_jpeg, from the
+    files and from TFRecord, AUTOTUNE parallelism (the same-recipe rows' workers)."""
+    from imgbench.loaders.cases import loader_case
+    from imgbench.loaders.registry import get_loader, pipeline_config
+
+    entry = get_loader("tf-data")
+    names = [n for n in entry.pipelines if pipeline_config(n).task == CLASSIFICATION]
+    return [
+        loader_case(entry.library, w, plan=plan, config=pipeline_config(n), documented=DOCUMENTED)
+        for n in names
+        for w in entry.workers
+    ]

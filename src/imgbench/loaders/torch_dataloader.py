@@ -15,13 +15,28 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator, Mapping
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from imgbench.loaders.base import BATCH_TIMEOUT_S, Batch, clock, reap
+from imgbench.loaders.documented import Documented
 from imgbench.loaders.pipeline import SamplePipeline, collate_for
 from imgbench.unix_sockets import check_tensor_handover
 
+if TYPE_CHECKING:
+    from imgbench.loaders.plan import LoaderPlan
+    from imgbench.measure.case import Case
+
 ENDLESS = 1 << 40  # samples the sampler may draw: far more than any run takes
+# PyTorch's ImageNet training example: ImageFolder (Pillow's open + convert("RGB")) with
+# torchvision's transforms, DataLoader(shuffle, num_workers, pin_memory=True); the performance
+# tuning guide adds num_workers > 0 and pin_memory (a no-op without an accelerator)
+DOCUMENTED = Documented(
+    source="pytorch/examples imagenet/main.py (ImageFolder + torchvision transforms, "
+    "DataLoader(num_workers, pin_memory=True)) and PyTorch's Performance Tuning Guide; "
+    "torch 2.x",
+    params={},
+)
+DOCUMENTED_PIPELINE = "common-default"  # Pillow's decode, torchvision's transforms on PIL images
 
 
 def pin_worker_threads(worker_id: int) -> None:
@@ -124,3 +139,22 @@ class TorchLoader:
 
 def build(pipeline: SamplePipeline, params: Mapping[str, Any]) -> TorchLoader:
     return TorchLoader(pipeline, params)
+
+
+def documented_cases(plan: LoaderPlan) -> list[Case]:
+    """The DataLoader as PyTorch's ImageNet example builds it, at one worker per core."""
+    import os
+
+    from imgbench.loaders.cases import loader_case
+    from imgbench.loaders.registry import pipeline_config
+
+    return [
+        loader_case(
+            "torch-dataloader",
+            os.cpu_count() or 2,
+            plan=plan,
+            config=pipeline_config(DOCUMENTED_PIPELINE),
+            pin_memory=True,
+            documented=DOCUMENTED,
+        )
+    ]

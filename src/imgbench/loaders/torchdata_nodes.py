@@ -23,14 +23,26 @@ import contextlib
 import queue
 import threading
 from collections.abc import Iterator, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from imgbench.loaders.base import Batch, clock, reap
+from imgbench.loaders.documented import Documented
 from imgbench.loaders.pipeline import SamplePipeline, collate_for
 from imgbench.loaders.torch_dataloader import ENDLESS, pin_worker_threads
 from imgbench.unix_sockets import check_tensor_handover
 
+if TYPE_CHECKING:
+    from imgbench.loaders.plan import LoaderPlan
+    from imgbench.measure.case import Case
+
 METHODS = ("thread", "process")
+PER_SAMPLE = "per-sample"  # ParallelMapper(sample) > Batcher > Mapper(collate): same recipe's
+BATCH_MAP = "batch-map"  # Batcher > ParallelMapper(map and collate): its ImageNet example's
+DOCUMENTED = Documented(
+    source="pytorch/data examples/nodes/imagenet_benchmark.py, setup() (SamplerWrapper > "
+    "Batcher > ParallelMapper(MapAndCollate) > Prefetcher(2) > Loader); torchdata 0.11",
+    params={"torchdata_shape": BATCH_MAP},
+)
 STOP_WAIT_S = 5.0  # how long close() waits for the workers to see the stop event
 
 
@@ -51,6 +63,17 @@ class Sample:
         return self.pipeline[index]
 
 
+class MapAndCollate:
+    """``map_fn`` of the batch-map shape: a batch of indices -> the collated batch, in one task
+    (the example's ``MapAndCollate``)."""
+
+    def __init__(self, sample: Sample, collate: Any) -> None:
+        self.sample, self.collate = sample, collate
+
+    def __call__(self, indices: list[int]) -> Any:
+        return self.collate([self.sample(i) for i in indices])
+
+
 class TorchdataNodesLoader:
     def __init__(self, pipeline: SamplePipeline, params: Mapping[str, Any], seed: int = 0) -> None:
         method = str(params.get("method") or "thread")
@@ -60,7 +83,12 @@ class TorchdataNodesLoader:
         self.method = method
         self.workers = int(params.get("workers") or 0)
         self.batch_size = int(params["batch_size"])
-        self.prefetch = max(1, self.workers) * int(params.get("prefetch_factor") or 2)
+        self.shape = str(params.get("torchdata_shape") or PER_SAMPLE)
+        if self.shape not in (PER_SAMPLE, BATCH_MAP):
+            raise ValueError(f"torchdata_shape {self.shape!r}: {PER_SAMPLE} or {BATCH_MAP}")
+        # the example prefetches 2 batches; the per-sample shape one window per worker
+        factor = int(params.get("prefetch_factor") or 2)
+        self.prefetch = factor if self.shape == BATCH_MAP else max(1, self.workers) * factor
         self.seed = seed
         self._mapper: Any = None
         self._loader: Any = None
@@ -79,20 +107,36 @@ class TorchdataNodesLoader:
         generator = torch.Generator().manual_seed(self.seed)
         sampler = RandomSampler(self.pipeline, num_samples=ENDLESS, generator=generator)
         node: Any = tn.SamplerWrapper(sampler)
-        self._mapper = tn.ParallelMapper(
-            node, map_fn=Sample(self.pipeline), num_workers=self.workers, method=self.method
-        )
-        node = tn.Batcher(self._mapper, batch_size=self.batch_size, drop_last=True)
-        node = tn.Mapper(node, map_fn=collate_for(self.pipeline.config))
+        collate = collate_for(self.pipeline.config)
+        if self.shape == BATCH_MAP:  # its ImageNet example: batch the indices, map whole batches
+            node = tn.Batcher(node, batch_size=self.batch_size, drop_last=True)
+            self._mapper = tn.ParallelMapper(
+                node,
+                map_fn=MapAndCollate(Sample(self.pipeline), collate),
+                num_workers=self.workers,
+                method=self.method,
+            )
+            node = self._mapper
+        else:
+            self._mapper = tn.ParallelMapper(
+                node, map_fn=Sample(self.pipeline), num_workers=self.workers, method=self.method
+            )
+            node = tn.Batcher(self._mapper, batch_size=self.batch_size, drop_last=True)
+            node = tn.Mapper(node, map_fn=collate)
         pin = torch.cuda.is_available()
         if pin:
             node = tn.PinMemory(node)
         node = tn.Prefetcher(node, prefetch_factor=self.prefetch)
         self.extra = {
             "torchdata_method": self.method,
-            "torchdata_nodes": "SamplerWrapper > ParallelMapper > Batcher > Mapper(collate) > "
+            "torchdata_nodes": (
+                "SamplerWrapper > Batcher > ParallelMapper(map and collate) > "
+                if self.shape == BATCH_MAP
+                else "SamplerWrapper > ParallelMapper > Batcher > Mapper(collate) > "
+            )
             + ("PinMemory > " if pin else "")
             + "Prefetcher > Loader",
+            "torchdata_shape": self.shape,
             "torchdata_prefetch_factor": self.prefetch,
             "torchdata_max_concurrent": 2 * self.workers or None,  # ParallelMapper's default
             "pin_memory": pin,
@@ -188,3 +232,25 @@ def _nodes(loader: Any) -> list[Any]:
 
 def build(pipeline: SamplePipeline, params: Mapping[str, Any]) -> TorchdataNodesLoader:
     return TorchdataNodesLoader(pipeline, params)
+
+
+def documented_cases(plan: LoaderPlan) -> list[Case]:
+    """torchdata.nodes as its ImageNet example builds it: threads over the thread sweep and
+    processes at the sweep's workers (each method as the same-recipe rows run it)."""
+    from imgbench.loaders.cases import loader_case
+    from imgbench.loaders.registry import get_loader, pipeline_config
+
+    entry = get_loader("torchdata-nodes")
+    runs = [("thread", t) for t in plan.thread_sweep] + [("process", plan.au_workers)]
+    return [
+        loader_case(
+            entry.library,
+            w,
+            plan=plan,
+            config=pipeline_config(name),
+            method=method,
+            documented=DOCUMENTED,
+        )
+        for name in entry.pipelines
+        for method, w in runs
+    ]

@@ -180,6 +180,31 @@ _FIELDS: list[tuple[str, pa.DataType, str]] = [
         "(augment and loader rows, classification unless the case says; docs/augment.md); "
         "null where the stage has no tasks (read, format)",
     ),
+    (
+        "system",
+        pa.string(),
+        "loader rows: the system a user picks, whatever its variant (DALI, tf.data, SPDL, "
+        "torchdata.nodes, DataLoader, ...): the final and the answer compare the best of each",
+    ),
+    (
+        "configured_as",
+        pa.string(),
+        "loader rows: same-recipe (imgbench's pipeline, the same parts in every loader) | "
+        "as-documented (built as the system's own authors' example builds it, same recipe)",
+    ),
+    (
+        "configured_from",
+        pa.string(),
+        "as-documented rows: the example or guide the configuration follows (file or page, "
+        "and version); null for same-recipe rows",
+    ),
+    (
+        "crop_decode",
+        pa.string(),
+        "how the random crop meets the decoder: full (decode the whole image, then crop) | "
+        "roi (the decoder decodes only the crop's window: DALI's image_random_crop, "
+        "TensorFlow's decode_and_crop_jpeg); null where the row decodes no crop",
+    ),
     ("params_json", pa.string(), "all parameters of the case as JSON"),
     # thread and allocator settings in force while timing
     ("threads_opencv", pa.int32(), "cv2.getNumThreads() while timing, if OpenCV was loaded"),

@@ -1,0 +1,245 @@
+"""Each system as its own authors build it (imgbench.loaders.documented): the as-documented rows
+are planned beside the same-recipe ones with their source, pass every loader's first-batch checks
+on real photos, and their crop-aware decodes do the same work: a forced window decodes to what
+decode-then-crop gives, and the drawn windows follow the recipe's area and aspect ranges."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from imgbench.augment import spec
+from imgbench.library import missing_module
+from imgbench.loaders import cases, dali
+from imgbench.loaders.base import LoaderError, deadline
+from imgbench.loaders.documented import AS_DOCUMENTED, ROI, SAME_RECIPE
+from imgbench.loaders.pipeline import FileSource, PipelineConfig, SamplePipeline
+from imgbench.loaders.plan import LoaderPlan
+from imgbench.loaders.registry import loaders
+from imgbench.measure.context import CaseContext
+from imgbench.profiles import get_profile
+
+QUICK = get_profile("quick").plan(LoaderPlan)
+DEFAULT = get_profile("default").plan(LoaderPlan)
+NO_DALI = missing_module("dali", ("nvidia.dali",))
+needs_dali = pytest.mark.skipif(NO_DALI is not None, reason=NO_DALI or "")
+DRAWS = 24  # batches of random windows drawn per photo set in the distribution test
+
+
+def _first_batch(ctx: CaseContext, case) -> dict:
+    workload = case.prepare(ctx, case)
+    try:
+        for item in workload.items[:2]:
+            workload.fn(item)
+    finally:
+        workload.close()
+    return workload.extra
+
+
+def test_every_loader_row_says_its_system_and_how_it_was_built() -> None:
+    planned = cases.loader_cases(get_profile("default"))
+    loader_rows = [c for c in planned if "configured_as" in c.columns]
+    assert {c.library for c in loader_rows} >= {"torch-dataloader", "dali", "spdl", "tf-data"}
+    for case in loader_rows:
+        assert case.columns["system"]
+        documented = case.columns["configured_as"] == AS_DOCUMENTED
+        assert documented == (case.params.get("configured_as") == AS_DOCUMENTED)
+        assert bool(case.columns["configured_from"]) == documented
+    systems = {
+        c.columns["system"] for c in loader_rows if c.columns["configured_as"] == AS_DOCUMENTED
+    }
+    assert {"DALI", "tf.data", "SPDL", "torchdata.nodes", "DataLoader"} <= systems
+    assert len({c.case_id for c in planned}) == len(planned)
+
+
+def test_same_recipe_ids_are_unchanged_and_as_documented_rows_are_their_own_curve() -> None:
+    case = cases.loader_case("torch-dataloader", 2, plan=DEFAULT)
+    assert "configured_as" not in case.params and case.columns["configured_as"] == SAME_RECIPE
+    assert case.columns["crop_decode"] == "full"
+    roi = dali.dali_case(DEFAULT, 2, documented=dali.DOCUMENTED)
+    plain = dali.dali_case(DEFAULT, 2)
+    assert roi.case_id != plain.case_id and roi.variant.endswith("as-documented")
+    assert roi.columns["crop_decode"] == ROI and plain.columns["crop_decode"] == "full"
+    assert "resnet50" in roi.columns["configured_from"]
+
+
+def test_the_plan_can_leave_the_as_documented_rows_out() -> None:
+    from dataclasses import replace
+
+    profile = get_profile("default")
+    plan = replace(profile.plan(LoaderPlan), as_documented=False)
+    planned = cases.loader_cases(replace(profile, plans={**profile.plans, "loader": plan}))
+    assert not [c for c in planned if c.params.get("configured_as") == AS_DOCUMENTED]
+    assert all(s.as_documented is None or s.as_documented.count(":") == 1 for s in loaders())
+
+
+# -- DALI: fn.decoders.image_random_crop + fn.resize, as its ResNet-50 example --------------------
+def _dali_run(files: list[str], build, batches: int = 1) -> list[np.ndarray]:
+    from nvidia.dali import fn, types
+    from nvidia.dali.pipeline import Pipeline
+
+    pipe = Pipeline(batch_size=len(files), num_threads=2, device_id=None, seed=7)
+    with pipe:
+        encoded, _ = fn.readers.file(files=files, labels=list(range(len(files))))
+        pipe.set_outputs(build(fn, types, encoded))
+    pipe.build()
+    out: list[np.ndarray] = []
+    try:
+        for _ in range(batches):
+            (images,) = pipe.run()
+            out += [np.array(images[i]) for i in range(len(files))]
+    finally:
+        pipe._shutdown()
+    return out
+
+
+@needs_dali
+def test_dali_roi_decode_of_a_forced_window_equals_decode_then_crop(photo_dir: Path) -> None:
+    files = sorted(str(p) for p in photo_dir.rglob("*.jpg"))[:6]
+    window = (16, 24, 150, 120)  # x, y, w, h: inside every photo (320x240 and 240x320)
+    x, y, w, h = window
+    roi = _dali_run(files, lambda fn, types, e: dali._roi_crop(fn, types, e, "cpu", window))
+
+    def decode_then_crop(fn, types, encoded):
+        images = fn.decoders.image(encoded, output_type=types.RGB, adjust_orientation=False)
+        images = fn.slice(images, start=(x, y), shape=(w, h), axis_names="WH")
+        return fn.resize(
+            images, resize_x=spec.SIZE, resize_y=spec.SIZE, interp_type=types.INTERP_TRIANGULAR
+        )
+
+    full = _dali_run(files, decode_then_crop)
+    for a, b in zip(roi, full, strict=True):
+        assert a.shape == b.shape == (spec.SIZE, spec.SIZE, 3)
+        diff = np.abs(a.astype(np.int16) - b.astype(np.int16))
+        # libjpeg-turbo's partial decode upsamples chroma at the window's edge from its own
+        # neighbours: a grey level or two there, none inside
+        assert diff.mean() < 0.5 and np.percentile(diff, 99) <= 3, (diff.mean(), diff.max())
+
+
+@needs_dali
+def test_dali_roi_windows_follow_the_recipes_area_and_aspect(photo_dir: Path) -> None:
+    files = sorted(str(p) for p in photo_dir.rglob("*.jpg"))
+    from PIL import Image
+
+    sizes = [Image.open(f).size for f in files]  # (W, H)
+    crops = _dali_run(files, lambda fn, types, e: dali.roi_decode(fn, types, e, "cpu"), DRAWS)
+    areas, aspects = [], []
+    for i, crop in enumerate(crops):
+        width, height = sizes[i % len(files)]
+        areas.append(crop.shape[0] * crop.shape[1] / (width * height))
+        aspects.append(crop.shape[1] / crop.shape[0])
+    check_window_distribution(np.array(areas), np.array(aspects), sizes)
+
+
+def reference_windows(sizes: list[tuple[int, int]], n: int) -> tuple[np.ndarray, np.ndarray]:
+    """(area fraction, aspect) of ``n`` windows drawn as the recipe defines them: torchvision's
+    RandomResizedCrop.get_params (uniform area, log-uniform aspect, a window that does not fit
+    is drawn again), over the same image sizes."""
+    import torch
+    from torchvision.transforms import RandomResizedCrop
+
+    torch.manual_seed(0)
+    areas, aspects = [], []
+    for i in range(n):
+        width, height = sizes[i % len(sizes)]
+        image = torch.empty(3, height, width)
+        _, _, h, w = RandomResizedCrop.get_params(image, list(spec.RRC_SCALE), list(spec.RRC_RATIO))
+        areas.append(h * w / (width * height))
+        aspects.append(w / h)
+    return np.array(areas), np.array(aspects)
+
+
+def check_window_distribution(
+    areas: np.ndarray, aspects: np.ndarray, sizes: list[tuple[int, int]]
+) -> None:
+    """Windows within the recipe's ranges (a pixel's rounding aside), distributed as the
+    recipe's own draw: mean area within 0.05 (about 4 standard errors at 384 draws), the share
+    under a fifth of the range within 0.08, the share wider than tall within 0.12."""
+    low, high = spec.RRC_SCALE
+    assert areas.min() >= low * 0.9 and areas.max() <= high * 1.001
+    assert aspects.min() >= spec.RRC_RATIO[0] * 0.95
+    assert aspects.max() <= spec.RRC_RATIO[1] * 1.05
+    ref_areas, ref_aspects = reference_windows(sizes, 4000)
+    assert abs(areas.mean() - ref_areas.mean()) < 0.05, (areas.mean(), ref_areas.mean())
+    small = low + 0.2 * (high - low)
+    assert abs((areas < small).mean() - (ref_areas < small).mean()) < 0.08
+    assert abs((aspects > 1).mean() - (ref_aspects > 1).mean()) < 0.12
+
+
+@needs_dali
+def test_dali_as_documented_first_batch_passes_the_loader_checks(photo_ctx: CaseContext) -> None:
+    extra = _first_batch(photo_ctx, dali.dali_case(QUICK, 2, documented=dali.DOCUMENTED))
+    assert extra["first_batch_check"] == "pass" and extra["dali_decode"] == dali.ROI_DECODE
+    first = extra["first_batch"]
+    assert first["shape"] == [QUICK.batch_size, 3, 224, 224] and first["dtype"] == "float32"
+    assert -2.2 < first["min"] < first["max"] < 2.7
+
+
+@needs_dali
+@pytest.mark.timeout(120)
+def test_dali_as_documented_names_a_truncated_and_a_zero_byte_file(
+    photo_dir: Path, tmp_path: Path
+) -> None:
+    root = tmp_path / "bad"
+    shutil.copytree(photo_dir, root)
+    data = next(root.rglob("*.jpg")).read_bytes()
+    (root / "class_0" / "truncated.jpg").write_bytes(data[: len(data) // 3])
+    (root / "class_0" / "empty.jpg").write_bytes(b"")
+    paths = sorted(str(p) for p in root.rglob("*.jpg"))
+    labels = [0 if "class_0" in p else 1 for p in paths]
+    config = PipelineConfig(decoder=dali.DECODER, augment=dali.AUGMENT)
+    params = {"batch_size": 4, "workers": 2, "dali_decode": dali.ROI_DECODE}
+    loader = dali.build(SamplePipeline(FileSource(paths, labels), config), params)
+    try:
+        with pytest.raises(LoaderError) as failed, deadline(90, "dali roi over bad files"):
+            batches = loader.batches()
+            for _ in range(4 * len(paths)):
+                next(batches)
+    finally:
+        loader.close()
+    message = str(failed.value)
+    assert str(root / "class_0" / "empty.jpg") in message, message
+    assert str(root / "class_0" / "truncated.jpg") in message, message
+
+
+# -- tf.data: decode_and_crop_jpeg, as TensorFlow's ResNet preprocessing --------------------------
+@pytest.fixture(scope="module")
+def tf_roi(tf_session) -> dict:
+    """What the tensorflow env's probe found of the as-documented decode (tests/loaders/
+    tf_tasks_probe.py, run on the real photos after that env's bench session)."""
+    assert "probe_error" not in tf_session.probe, tf_session.probe["probe_error"]
+    return {
+        "roi": tf_session.probe["roi"],
+        "bad": tf_session.probe["roi-bad"],
+        "rows": tf_session.rows,
+    }
+
+
+def test_tf_decode_and_crop_of_a_forced_window_equals_decode_then_slice(tf_roi: dict) -> None:
+    for mean_diff, shape in tf_roi["roi"]["forced"]:
+        assert shape == [120, 150, 3]
+        assert mean_diff < 0.5, mean_diff  # the window's edge upsamples chroma on its own
+
+
+def test_tf_decode_and_crop_windows_follow_the_recipes_area_and_aspect(tf_roi: dict) -> None:
+    windows = np.array(tf_roi["roi"]["windows"])
+    sizes = [(int(w), int(h)) for w, h in windows[:16, 2:4]]
+    check_window_distribution(windows[:, 0], windows[:, 1], sizes)
+
+
+def test_tf_as_documented_first_batch_and_rows(tf_roi: dict) -> None:
+    assert tf_roi["roi"]["check"] == "pass" and tf_roi["roi"]["op"] == "decode_and_crop_jpeg"
+    rows = tf_roi["rows"]
+    documented = rows[rows.configured_as == AS_DOCUMENTED]
+    assert set(documented.library) == {"tf-data"} and len(documented) == 2  # files, TFRecord
+    assert (documented.status == "ok").all(), documented.reason.tolist()
+    assert (documented.crop_decode == ROI).all() and (documented.system == "tf.data").all()
+    assert documented.configured_from.str.contains("decode_and_crop_jpeg").all()
+
+
+def test_tf_as_documented_names_a_truncated_and_a_zero_byte_file(tf_roi: dict) -> None:
+    for name, error in tf_roi["bad"].items():
+        assert name in error, error
