@@ -14,8 +14,27 @@ import numpy as np
 import pandas as pd
 
 from imgbench.answer.intervals import median_ci, round_throughputs
+from imgbench.answer.systems import figure_places, round_figure
 
-__all__ = ["median_ci", "round_throughputs", "summarise"]
+__all__ = ["median_ci", "round_throughputs", "rounded", "summarise"]
+
+
+def rounded(table: pd.DataFrame, value: str, low: str, high: str) -> pd.DataFrame:
+    """``table`` with ``value`` and its interval ``low``-``high`` rounded, row by row, to what
+    the interval supports (``imgbench.answer.systems.figure_places``: at most three significant
+    figures, nothing finer than the leading digit of the interval's width); each bound keeps no
+    more digits than its figure, nor more than three significant figures."""
+    out = table.copy()
+    for column in (value, low, high):
+        out[column] = out[column].astype(float)
+    for index, row in table.iterrows():
+        places = figure_places(row[value], row[low], row[high])
+        out.at[index, value] = round_figure(row[value], places)
+        for column in (low, high):
+            out.at[index, column] = round_figure(
+                row[column], min(places, figure_places(row[column]))
+            )
+    return out
 
 
 def summarise(rows: pd.DataFrame, keys: Sequence[str]) -> pd.DataFrame:

@@ -1,5 +1,7 @@
-"""Loaders: images/s vs workers, memory per worker over time, time per pipeline stage,
-accelerator utilisation (AU) with time to first batch, and the allocator's effect."""
+"""Loaders: images/s vs workers, one chart per task (each system's best line and the common
+default; every configuration behind a toggle), each system at its best against the answer's
+pick, memory per worker over time, time per pipeline stage, accelerator utilisation (AU) with
+time to first batch, and the allocator's effect."""
 
 from __future__ import annotations
 
@@ -10,17 +12,27 @@ from dashboard.allocators import main_session, render_effect, set_aside_caption
 from dashboard.charts import (
     IMAGES_PER_S,
     LABELS,
-    LEGEND,
     bar_x,
     scale_for,
     show,
     title_with_scale,
 )
 from dashboard.data import with_json_keys
-from dashboard.intervals import summarise
+from dashboard.intervals import rounded, summarise
 from dashboard.state import View, current_view, stage_rows
 
-from imgbench.answer.rows import is_experiment, where
+from imgbench.answer.rows import CLASSIFICATION, Configuration, is_experiment, task_of, where
+from imgbench.answer.systems import (
+    AS_DOCUMENTED,
+    SystemsTable,
+    configured_as,
+    figure_places,
+    round_figure,
+    system_of,
+    systems_tables,
+    tables_for,
+)
+from imgbench.report.systems import cited_rows, systems_markdown
 
 JSON_KEYS = ["time_to_first_batch_s", "stage_times_s", "au", "memory_timeline", "rss_timeline"]
 # the experiments (copy-on-access, AU emulation) are told apart by imgbench.answer's rule
@@ -32,17 +44,28 @@ PART_ORDER = [
     "augment",
     "collate",
 ]  # MLPerf Storage: a configuration passes at AU >= 90%
+EVERY_KEY = "loaders_every_configuration"  # the toggle: every line, not each system's best
+BEST, DEFAULT, OTHER = "system's best", "common default", "other configuration"
+TWO_COLUMNS = 60  # the legend takes two columns while its longest label has at most this many
+PLOT_HEIGHT, LEGEND_ROW = 420, 32  # pixels: the chart without its legend, each legend row
 
 
 def prepare(rows: pd.DataFrame) -> pd.DataFrame:
     rows = with_json_keys(rows, JSON_KEYS)
+    records = rows.to_dict("records")
+    rows["task"] = [task_of(r) for r in records]
+    rows["system"] = [system_of(r) for r in records]  # older rows: the library
+    rows["configured_as"] = [configured_as(r) for r in records]
+    rows["common_default"] = [Configuration.of(r).is_common_default for r in records]
     batch = pd.to_numeric(rows["batch_size"], errors="coerce").astype("Int64").astype(str)
+    documented = rows["configured_as"].eq(AS_DOCUMENTED)
     rows["pipeline"] = (
         rows["library"].astype(str)
         + " · "
         + rows["variant"].astype(str)
         + " · batch "
         + batch.fillna("?")
+        + documented.map({True: " · as documented", False: ""})
     )
     workers = pd.to_numeric(rows["workers"], errors="coerce")
     rows["workers_n"] = workers.fillna(0).astype(int)
@@ -96,11 +119,25 @@ def render(view: View) -> None:
     experiments, rows = rows[experiment], rows[~experiment]
 
     st.subheader("Scaling with workers")
-    st.caption(
-        "Real loaders and pipelines only; the experiments (copy-on-access, AU emulation) have "
-        "their own chart below."
+    every_line = st.toggle(
+        "Every configuration, not only each system's best",
+        key=EVERY_KEY,
+        help="Off: one line per system (DALI, tf.data, the DataLoader, ...) at its best "
+        "configuration, and the common default. On: every loader, pipeline and batch size.",
     )
-    scaling_chart(rows)
+    st.caption(
+        "One chart per task (classification, segmentation and crop-ocr are different work). "
+        "Real loaders and pipelines only; the experiments (copy-on-access, AU emulation) have "
+        "their own chart below. Bands and the table under each chart: the 95% interval of the "
+        "median of the rounds; each system at its best: the answer's intervals (widened by the "
+        "between-session spread). Figures are rounded to what their interval supports (at most "
+        "three significant figures)."
+    )
+    tables = systems_tables(view.frame) if not rows.empty else []
+    for task in tasks_in(rows):
+        st.markdown(f"#### {task}")
+        scaling_chart(rows[rows["task"] == task], task, every_line)
+        render_systems(tables_for(tables, task))
     if not experiments.empty:
         st.subheader("Experiments (not pipelines)")
         st.caption(
@@ -142,8 +179,55 @@ def experiment_chart(experiments: pd.DataFrame) -> None:
     )
 
 
-def scaling_chart(rows: pd.DataFrame) -> None:
-    curve = summarise(rows, ["pipeline", "workers_n"]).sort_values("workers_n")
+def tasks_in(rows: pd.DataFrame) -> list[str]:
+    """The tasks of ``rows``, classification first."""
+    tasks = sorted(set(rows["task"])) if "task" in rows else []
+    return sorted(tasks, key=lambda t: (t != CLASSIFICATION, t))
+
+
+def line_roles(curve: pd.DataFrame, defaults: set[str]) -> pd.Series:
+    """Per curve point: the system's best (its pipeline with the highest images/s of the
+    system's), the common default, or another configuration."""
+    peak = curve.groupby("pipeline")["images_per_s"].max()
+    systems = curve.drop_duplicates("pipeline").set_index("pipeline")["system"]
+    best = {str(peak[systems[systems == s].index].idxmax()) for s in systems.unique()}
+    return pd.Series(
+        [BEST if p in best else DEFAULT if p in defaults else OTHER for p in curve["pipeline"]],
+        index=curve.index,
+    )
+
+
+def line_label(system: str, pipeline: str) -> str:
+    """``DALI: dali · as-documented · batch 32``; the pipeline alone where the system is its
+    library (rows from before the ``system`` column)."""
+    library = pipeline.split(" · ", 1)[0]
+    return pipeline if system == library else f"{system}: {pipeline}"
+
+
+def scaling_chart(rows: pd.DataFrame, task: str, every_line: bool) -> None:
+    """Images/s against workers for one task: each system's best line and the common default,
+    or every line; then the best worker count of each line shown, as a table."""
+    curve = summarise(rows, ["system", "pipeline", "workers_n"]).sort_values("workers_n")
+    defaults = set(rows.loc[rows["common_default"].astype(bool), "pipeline"])
+    curve["role"] = line_roles(curve, defaults)
+    curve["task"] = task
+    curve["line"] = [
+        line_label(s, p) for s, p in zip(curve["system"], curve["pipeline"], strict=True)
+    ]
+    if not every_line:
+        curve = curve[curve["role"] != OTHER]
+    lines = list(curve["line"].unique())
+    longest = max((len(str(label)) for label in lines), default=0)
+    columns = 2 if longest <= TWO_COLUMNS else 1
+    legend = alt.Legend(
+        orient="bottom",
+        direction="vertical",
+        columns=columns,
+        labelLimit=0,  # every label whole
+        symbolLimit=0,
+        title=None,
+    )
+    colours = alt.Scale(domain=lines, scheme="tableau10" if len(lines) <= 10 else "tableau20")
     scale = scale_for(pd.concat([curve["ci_low"], curve["ci_high"]]), zero=True)
     y_title = title_with_scale(f"{IMAGES_PER_S} (steady state)", scale)
     y = alt.Y("images_per_s:Q", title=y_title, scale=scale)
@@ -151,30 +235,73 @@ def scaling_chart(rows: pd.DataFrame) -> None:
         x=alt.X(
             "workers_n:Q", title="workers (processes or threads)", axis=alt.Axis(tickMinStep=1)
         ),
-        color=alt.Color("pipeline:N", title="loader · pipeline", legend=LEGEND),
+        color=alt.Color("line:N", legend=legend, scale=colours),
         tooltip=[
+            alt.Tooltip("system:N", title="system"),
             "pipeline:N",
+            alt.Tooltip("role:N", title="shown as"),
             alt.Tooltip("workers_n:Q", title="workers"),
-            alt.Tooltip("images_per_s:Q", title=IMAGES_PER_S, format=",.0f"),
-            alt.Tooltip("ci_low:Q", title="95% CI low", format=",.0f"),
-            alt.Tooltip("ci_high:Q", title="95% CI high", format=",.0f"),
+            alt.Tooltip("images_per_s:Q", title=IMAGES_PER_S, format=",.3~r"),
+            alt.Tooltip("ci_low:Q", title="95% CI low", format=",.3~r"),
+            alt.Tooltip("ci_high:Q", title="95% CI high", format=",.3~r"),
         ],
     )
     band = base.mark_area(opacity=0.2).encode(
-        y=alt.Y("ci_low:Q", scale=scale, title=y_title), y2="ci_high:Q"
+        y=alt.Y("ci_low:Q", scale=scale, title=y_title),
+        y2="ci_high:Q",
+        color=alt.Color("line:N", legend=None, scale=colours),  # the lines' legend only
     )
-    show(alt.layer(band, base.mark_line(point=True).encode(y=y)).properties(height=320))
-    zero = curve[curve["workers_n"] == 0].set_index("pipeline")["images_per_s"]
-    best = curve.loc[curve.groupby("pipeline")["images_per_s"].idxmax()].set_index("pipeline")
-    if not zero.empty:
-        best = best.assign(speedup_vs_0_workers=best["images_per_s"] / zero.reindex(best.index))
-    st.dataframe(
-        best[
-            ["workers_n", "images_per_s", "speedup_vs_0_workers"]
-            if "speedup_vs_0_workers" in best
-            else ["workers_n", "images_per_s"]
-        ]
+    title = f"{task}: " + (
+        "every configuration" if every_line else "each system's best and the common default"
     )
+    # the chart's height holds the legend below it (Streamlit fits the whole chart in it)
+    height = PLOT_HEIGHT + LEGEND_ROW * -(-len(lines) // columns)
+    show(
+        alt.layer(band, base.mark_line(point=True).encode(y=y))
+        .resolve_legend(color="independent")  # the lines' legend alone, not the bands'
+        .properties(height=height, title=title)
+    )
+    st.dataframe(best_table(curve), hide_index=True)
+
+
+def best_table(curve: pd.DataFrame) -> pd.DataFrame:
+    """Each line's best worker count: images/s and its 95% interval rounded to what the
+    interval supports, the speed-up over the line's 0 workers; no column that is empty."""
+    if curve.empty:
+        return pd.DataFrame()
+    best = curve.loc[curve.groupby("line", sort=False)["images_per_s"].idxmax()]
+    zero = curve[curve["workers_n"] == 0].set_index("line")["images_per_s"]
+    speedup = best["images_per_s"].to_numpy() / zero.reindex(best["line"]).to_numpy(dtype=float)
+    table = pd.DataFrame(
+        {
+            "system": best["system"].to_numpy(),
+            "configuration": best["pipeline"].to_numpy(),
+            "shown as": best["role"].to_numpy(),
+            "workers (best)": best["workers_n"].to_numpy(),
+            IMAGES_PER_S: best["images_per_s"].to_numpy(dtype=float),
+            "95% low": best["ci_low"].to_numpy(dtype=float),
+            "95% high": best["ci_high"].to_numpy(dtype=float),
+            "× 0 workers": pd.array(
+                [round_figure(x, figure_places(x)) for x in speedup], dtype="Float64"
+            ),
+        }
+    )
+    table = rounded(table, IMAGES_PER_S, "95% low", "95% high")
+    table = table.sort_values(IMAGES_PER_S, ascending=False, kind="stable")
+    return drop_empty_columns(table).reset_index(drop=True)
+
+
+def drop_empty_columns(table: pd.DataFrame) -> pd.DataFrame:
+    """``table`` without the columns that hold nothing (all null)."""
+    return table.loc[:, table.notna().any(axis=0)]
+
+
+def render_systems(tables: list[SystemsTable]) -> None:
+    """Each system at its best against the answer's pick (the report's table)."""
+    for table in tables:
+        st.markdown("\n".join(systems_markdown(table, heading="#####", rows=False)))
+        with st.expander("The row behind each line"):
+            st.markdown("\n".join(cited_rows(table)))
 
 
 def memory_section(rows: pd.DataFrame) -> None:

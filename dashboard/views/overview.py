@@ -14,7 +14,9 @@ from dashboard.state import BENCH_HINT, View, current_view
 from imgbench.answer import Answer, answers, problems, task_answers
 from imgbench.answer.disk_advice import disk_advice, hdd_over_real
 from imgbench.answer.gpu import gpu_verdict
+from imgbench.answer.systems import SystemsTable, systems_tables
 from imgbench.report.charts import candidates_chart, stage_times_chart
+from imgbench.report.systems import cited_rows, of_answer, of_tasks, systems_markdown
 from imgbench.results.store import run_summary
 
 STAGE_TITLES = {
@@ -43,8 +45,18 @@ def allocator_text(ok: pd.DataFrame) -> str | None:
     )
 
 
-def render_answer(answer: Answer) -> None:
-    """One machine and dataset: the recommendation and where each figure comes from."""
+def render_systems(tables: list[SystemsTable]) -> None:
+    """Each system (DALI, tf.data, the DataLoader, ...) at its best against the pick: the
+    report's table (``imgbench.answer.systems``)."""
+    for table in tables:
+        st.markdown("\n".join(systems_markdown(table, heading="####", rows=False)))
+        with st.expander("The row behind each line"):
+            st.markdown("\n".join(cited_rows(table)))
+
+
+def render_answer(answer: Answer, systems: list[SystemsTable] | None = None) -> None:
+    """One machine and dataset: the recommendation, where each figure comes from, and each
+    system at its best beside it."""
     st.subheader(answer.title)
     if answer.best is None:
         st.info("No recommendation here: " + "; ".join(answer.missing) + ".")
@@ -73,6 +85,7 @@ def render_answer(answer: Answer) -> None:
     show(candidates_chart(answer))
     if answer.stage_times_ms:
         show(stage_times_chart(answer))
+    render_systems(systems or [])
     if answer.references:
         st.caption(
             "References, never a choice: experiments measure something other than a training "
@@ -147,13 +160,15 @@ def render(view: View) -> None:
             f"{len(found)} machine, dataset and output combinations: each gets its own answer, "
             "never a pooled one."
         )
-    for answer in found:
-        render_answer(answer)
     tasks = task_answers(frame)
+    systems = systems_tables(frame, found, tasks)
+    for answer in found:
+        render_answer(answer, of_answer(systems, answer))
     if tasks:  # segmentation, crop-ocr: other work, each task its own answer
         st.subheader("Other tasks")
         st.caption("Each task's loader rows against its own only, never against classification.")
         st.markdown("\n".join(f"- **{t.title}**: {t.headline()}" for t in tasks))
+        render_systems(of_tasks(systems))
     allocator = allocator_text(view.ok())
     if allocator:
         st.markdown(allocator)

@@ -17,6 +17,7 @@ from imgbench.answer.decoders import DecoderRanking, decoder_rankings
 from imgbench.answer.disk_advice import DiskAdvice, disk_advice, hdd_over_real
 from imgbench.answer.disks import DiskTable, disk_tables
 from imgbench.answer.gpu import GpuVerdict, gpu_verdict
+from imgbench.answer.systems import SystemsTable, systems_tables
 from imgbench.results.location import ObjectPath
 from imgbench.results.store import LoadedResults
 
@@ -43,6 +44,8 @@ class Report:
     disk_advice: list[DiskAdvice] = field(default_factory=list)  # per measured disk
     # per task beyond classification (segmentation, crop-ocr): its own short answer
     tasks: list[TaskAnswer] = field(default_factory=list)
+    # each system (DALI, tf.data, SPDL, ...) at its best against the pick, per task
+    systems: list[SystemsTable] = field(default_factory=list)
     created_utc: datetime = field(default_factory=lambda: datetime.now(UTC))
 
     @property
@@ -53,8 +56,10 @@ class Report:
 def build_report(frame: pd.DataFrame, loaded: LoadedResults, source: str) -> Report:
     """``frame``: the rows chosen (a run, a group, everything); ``loaded`` names unreadable files."""
     table, legacy = problems(frame) if not frame.empty else (pd.DataFrame(), 0)
+    found = answers(frame)
+    tasks = task_answers(frame) if not frame.empty else []
     report = Report(
-        answers=answers(frame),
+        answers=found,
         problems=table,
         legacy_skips=legacy,
         runs=sorted(frame["run_id"].dropna().astype(str).unique()) if not frame.empty else [],
@@ -64,7 +69,8 @@ def build_report(frame: pd.DataFrame, loaded: LoadedResults, source: str) -> Rep
         disks=disk_tables(frame),
         hdd_ratios=hdd_over_real(frame),
         disk_advice=disk_advice(frame),
-        tasks=task_answers(frame) if not frame.empty else [],
+        tasks=tasks,
+        systems=systems_tables(frame, found, tasks) if not frame.empty else [],
     )
     if not loaded.files and not loaded.skipped:
         report.notes.append(f"no result files in {source}: {BENCH_HINT}")

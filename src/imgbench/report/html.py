@@ -16,6 +16,7 @@ from imgbench.answer.decoders import DecoderRanking
 from imgbench.report.charts import candidates_chart, stage_times_chart
 from imgbench.report.disks import disk_answer_html, disks_html
 from imgbench.report.document import SHOWN_CANDIDATES, Report
+from imgbench.report.systems import of_answer, of_tasks, systems_html
 
 STYLE = """
 body { font-family: system-ui, sans-serif; margin: 2rem auto; max-width: 70rem; color: #222; }
@@ -169,7 +170,9 @@ def render_html(report: Report) -> str:
         title, *rest = report.gpu.lines()
         body.append(f"<h2>{escape(title)}</h2>")
         body.append("<ul>" + "".join(f"<li>{escape(line)}</li>" for line in rest) + "</ul>")
-    body.extend(_answer(answer) for answer in report.answers)
+    for answer in report.answers:
+        body.append(_answer(answer))
+        body.extend(systems_html(table) for table in of_answer(report.systems, answer))
     if report.tasks:
         body.append("<h2>Other tasks: each its own answer, never compared with classification</h2>")
         body.append(
@@ -183,6 +186,7 @@ def render_html(report: Report) -> str:
             )
             + "</ul>"
         )
+    body.extend(systems_html(table) for table in of_tasks(report.systems))
     body.extend(_decoders(ranking) for ranking in report.decoders)
     body.append(disks_html(report.disks))
     body.append(disk_answer_html(report.hdd_ratios, report.disk_advice))

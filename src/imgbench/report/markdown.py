@@ -8,6 +8,7 @@ from imgbench.answer import Answer
 from imgbench.answer.decoders import VERSUS, DecoderRanking
 from imgbench.report.disks import disk_answer_markdown, disks_markdown
 from imgbench.report.document import SHOWN_CANDIDATES, Report
+from imgbench.report.systems import of_answer, of_tasks, systems_markdown
 
 
 def _cell(text: object) -> str:
@@ -115,6 +116,8 @@ def render_markdown(report: Report) -> str:
         lines += [f"### {title}", "", *(f"- {line}" for line in rest), ""]
     for answer in report.answers:
         lines += _answer(answer)
+        for table in of_answer(report.systems, answer):
+            lines += systems_markdown(table)
     if report.tasks:
         lines += ["### Other tasks: each its own answer, never compared with classification", ""]
         for task in report.tasks:
@@ -122,6 +125,8 @@ def render_markdown(report: Report) -> str:
             lines += [f"- **{_cell(title)}**: {_cell(headline)} ({_cell(row)})"]
             lines += [f"  - {_cell(line)}" for line in task.loader_lines()]
         lines.append("")
+    for table in of_tasks(report.systems):
+        lines += systems_markdown(table)
     for ranking in report.decoders:
         lines += decoder_tables(ranking)
     lines += disks_markdown(report.disks)
