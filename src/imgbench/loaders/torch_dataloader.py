@@ -32,8 +32,8 @@ ENDLESS = 1 << 40  # samples the sampler may draw: far more than any run takes
 # tuning guide adds num_workers > 0 and pin_memory (a no-op without an accelerator)
 DOCUMENTED = Documented(
     source="pytorch/examples imagenet/main.py (ImageFolder + torchvision transforms, "
-    "DataLoader(num_workers, pin_memory=True)) and PyTorch's Performance Tuning Guide; "
-    "torch 2.x",
+    "DataLoader(shuffle, num_workers, pin_memory=True where CUDA is)) and PyTorch's "
+    "Performance Tuning Guide; torch 2.x",
     params={},
 )
 DOCUMENTED_PIPELINE = "common-default"  # Pillow's decode, torchvision's transforms on PIL images
@@ -142,12 +142,18 @@ def build(pipeline: SamplePipeline, params: Mapping[str, Any]) -> TorchLoader:
 
 
 def documented_cases(plan: LoaderPlan) -> list[Case]:
-    """The DataLoader as PyTorch's ImageNet example builds it, at one worker per core."""
+    """The DataLoader as PyTorch's ImageNet example builds it, at one worker per core, where an
+    NVIDIA device is. Without one there is nothing to pin memory for, and the example's
+    DataLoader is the common default's row at one worker per core (the plan's baseline): no
+    second row of the same work."""
     import os
 
     from imgbench.loaders.cases import loader_case
+    from imgbench.loaders.dali import has_nvidia_device
     from imgbench.loaders.registry import pipeline_config
 
+    if not has_nvidia_device():
+        return []
     return [
         loader_case(
             "torch-dataloader",
