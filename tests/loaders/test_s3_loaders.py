@@ -67,6 +67,7 @@ def test_default_profile_sweeps_s3_tar_with_au_and_keeps_local_ids() -> None:
             "storage": "s3",
             "network_shaping": "none",
             "task": "classification",
+            **SAME_RECIPE_COLUMNS,
         }
         assert "network_shaping" not in case.params  # unshaped: no shape parameters
         assert {"webdataset", "boto3"} <= set(case.requires)
@@ -102,6 +103,7 @@ def test_full_profile_adds_a_50ms_path_with_its_own_ids() -> None:
             "storage": "s3",
             "network_shaping": "rtt50ms-unlimited",
             "task": "classification",
+            **SAME_RECIPE_COLUMNS,
         }
         assert "+s3-rtt50ms-unlimited+" in case.variant
     assert {c.case_id for c in shaped}.isdisjoint(c.case_id for c in full if c not in shaped)
@@ -119,6 +121,15 @@ def test_s3_objects_pipeline_and_misuse() -> None:
     with pytest.raises(ValueError, match="a network shape is for S3 pipelines only"):
         loader_case("torch-dataloader", 0, plan=plan, network_shape="rtt5ms-unlimited")
     assert pipeline_config("s3-tar").label.startswith("s3:tar > ")
+
+
+# what every same-recipe DataLoader row of the train recipe says of itself (loaders/documented.py)
+SAME_RECIPE_COLUMNS = {
+    "system": "DataLoader",
+    "configured_as": "same-recipe",
+    "configured_from": None,
+    "crop_decode": "full",
+}
 
 
 def loader_cases_for(plan: LoaderPlan) -> list:  # type: ignore[type-arg]

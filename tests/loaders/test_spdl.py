@@ -140,11 +140,16 @@ def test_default_profile_runs_a_small_sweep_and_the_subprocess() -> None:
         if "spdl" in c.library and "accelerator_images_per_s" not in c.params  # AU: elsewhere
     ]
     plan = get_profile("default").plan(LoaderPlan)
-    got = sorted((c.library, c.params["workers"], c.params["decoder"]) for c in planned)
+    got = sorted(
+        (c.library, c.params["workers"], c.params["decoder"], c.params.get("spdl_shape", ""))
+        for c in planned
+    )
     decoders = ("opencv/imdecode-rgb", "spdl/load-image")
     want = sorted(
-        [("spdl", t, d) for t in plan.thread_sweep for d in decoders]
-        + [("spdl-subprocess", 2, d) for d in decoders]
+        [("spdl", t, d, "") for t in plan.thread_sweep for d in decoders]
+        + [("spdl-subprocess", 2, d, "") for d in decoders]
+        # as SPDL's own examples build it: one task per batch (loaders/documented.py)
+        + [("spdl", t, d, "per-batch") for t in plan.thread_sweep for d in decoders]
     )
     assert got == want
     assert len({c.case_id for c in planned}) == len(planned)
