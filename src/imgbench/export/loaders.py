@@ -20,11 +20,29 @@ class LoaderCode:
 
 
 _DATALOADER = '''
+class DataLoaderStoppedAtExit(DataLoader):
+    """torch's DataLoader; an iterator still alive when the script ends has its worker processes
+    stopped and joined by stop_running_loaders (by then torch's own shutdown, the iterator's
+    __del__, is off, and multiprocessing would kill them with SIGTERM)."""
+
+    def __iter__(self):
+        iterator = super().__iter__()
+        if self.num_workers:
+            stop_at_exit(iterator, stop_workers)
+        return iterator
+
+
+def stop_workers(iterator) -> None:
+    """What a DataLoader iterator's __del__ does: tell the workers to stop, join them and the
+    pin-memory thread (torch has no public call for it)."""
+    iterator._shutdown_workers()
+
+
 def make_loader(root: str | Path, batch_size: int = BATCH_SIZE, epochs: int = 1) -> DataLoader:
     """torch.utils.data.DataLoader over the folder, with the row's workers and knobs."""
     dataset = ImageFolderDataset(root)
     sampler = RandomSampler(dataset, num_samples=epochs * len(dataset))  # reshuffled passes
-    return DataLoader(
+    return DataLoaderStoppedAtExit(
         dataset,
         batch_size=batch_size,
         sampler=sampler,
@@ -58,6 +76,9 @@ class ThreadPoolLoader:
         return collate([self.dataset[i] for i in indices])
 
     def __iter__(self) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
+        return stop_at_exit(self._batches())
+
+    def _batches(self) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
         prepare()  # build the recipe once, not racing in every thread
         window = WORKERS * PREFETCH_FACTOR
         pool = ThreadPool(WORKERS)
@@ -69,9 +90,9 @@ class ThreadPoolLoader:
                     yield inflight.popleft().get()
             while inflight:
                 yield inflight.popleft().get()
-        finally:
-            # wait for the batches in flight: a thread still inside OpenCV's C++ code when the
-            # interpreter exits aborts it ("terminate called without an active exception")
+        finally:  # the pass ends, or the iterator is closed, dropped or stopped at exit
+            # no new task; wait for the batches in flight: a thread still inside OpenCV's C++
+            # code when the interpreter finalises aborts it ("terminate called without ...")
             pool.terminate()
             pool.join()
 
@@ -93,6 +114,9 @@ class QueueFeeder:
         return self.epochs * len(self.dataset) // self.batch_size
 
     def __iter__(self) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
+        return stop_at_exit(self._batches())
+
+    def _batches(self) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
         prepare()
         rng = np.random.default_rng(0)
         order = [i for _ in range(self.epochs) for i in rng.permutation(len(self.dataset))]
@@ -129,10 +153,10 @@ class QueueFeeder:
                         raise item
                     batch.append(item)
                 yield collate(batch)
-        finally:
+        finally:  # the pass ends, or the iterator is closed, dropped or stopped at exit
             stop.set()
-            for thread in threads:
-                thread.join(timeout=1)
+            for thread in threads:  # each ends after its sample (a decode of milliseconds)
+                thread.join()
 
 
 def make_loader(root: str | Path, batch_size: int = BATCH_SIZE, epochs: int = 1) -> QueueFeeder:
@@ -169,7 +193,21 @@ def make_loader(root: str | Path, batch_size: int = BATCH_SIZE, epochs: int = 1)
     if torch.cuda.is_available():
         node = tn.PinMemory(node)
     node = tn.Prefetcher(node, prefetch_factor=max(1, WORKERS) * PREFETCH_FACTOR)
-    return tn.Loader(node)
+    return stop_at_exit(tn.Loader(node), stop_nodes)
+
+
+def stop_nodes(loader: tn.Loader) -> None:
+    """Stop the threads of the loader's nodes, from its last node to its sampler: what each
+    node's running iterator does when it is garbage-collected (torchdata.nodes 0.11 has no
+    public call for it: a node's ``_it`` is its running iterator, ``_shutdown()`` its stop)."""
+    node = loader.root
+    while node is not None:
+        running = getattr(node, "_it", None)
+        while running is not None and not hasattr(running, "_shutdown"):
+            running = getattr(running, "_it", None)  # ParallelMapper: a node around its iterator
+        if running is not None:
+            running._shutdown()
+        node = getattr(node, "source", None)
 '''
 
 _SPDL = '''
@@ -217,6 +255,9 @@ class SpdlLoader:
         )
 
     def __iter__(self) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
+        return stop_at_exit(self._batches())
+
+    def _batches(self) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
         if SUBPROCESS:
             yield from run_pipeline_in_subprocess(
                 self._config(), num_threads=WORKERS, max_failures=0
@@ -252,7 +293,7 @@ class DaliLoader:
             encoded, label = fn.readers.file(
                 files=paths, labels=labels, random_shuffle=True, name="Reader"
             )
-            self.pipe.set_outputs(_recipe(fn, types, encoded, DEVICE), label)
+            self.pipe.set_outputs(_recipe(fn, types, encoded, DEVICE, DECODE), label)
         self.pipe.build()
 
     def __len__(self) -> int:

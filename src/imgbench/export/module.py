@@ -105,6 +105,37 @@ def pin_threads() -> None:
     torch.set_num_threads(1)
 '''
 
+_STOP = '''
+# -- the workers stopped before Python exits
+# the loaders' iterators still alive -> the function that stops their workers; held weakly: a
+# dropped iterator leaves, and its own cleanup (a generator's finally, a __del__) stops them
+RUNNING: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def close_iterator(iterator) -> None:
+    iterator.close()  # a generator: its finally stops the workers
+
+
+def stop_at_exit(iterator, stop=close_iterator):
+    """``iterator``, whose workers ``stop(iterator)`` stops if it is still alive when the script
+    ends (held unfinished, or its loop left by an exception, Ctrl-C's KeyboardInterrupt too)."""
+    RUNNING[iterator] = stop
+    return iterator
+
+
+@atexit.register
+def stop_running_loaders() -> None:
+    """Stop the workers of the iterators still alive when the script ends. atexit hooks run
+    before the interpreter finalises, which must not find a worker thread inside C++ code
+    (OpenCV's decode, a torch kernel): a daemon thread coming back from it then is ended in a
+    way C++ cannot unwind, and the process aborts (status 134, "terminate called without an
+    active exception" or "FATAL: exception not rethrown"). Registered after the imports above,
+    this hook runs before theirs (the last registered runs first): before torch's, which turns
+    the DataLoader's own shutdown off."""
+    for iterator, stop in list(RUNNING.items()):
+        stop(iterator)
+'''
+
 _MAIN = '''
 def use_allocator() -> None:
     """Run this script again under the row's allocator when it is not in force: LD_PRELOAD and
@@ -322,6 +353,9 @@ def _settings(row: Mapping[str, Any], params: Mapping[str, Any], env: Mapping[st
         values["SUBPROCESS"] = library == "spdl-subprocess"
     if library == "dali":
         values["DEVICE"] = str(params.get("dali_device") or "cpu")
+        from imgbench.loaders.dali import FULL_DECODE
+
+        values["DECODE"] = str(params.get("dali_decode") or FULL_DECODE)
     lines = ["# the row's settings (its params_json)"]
     lines += [f"{k} = {v!r}" for k, v in values.items()]
     lines += [
@@ -384,6 +418,9 @@ def render(choice: Choice) -> str:
     body.append(_PINS)
     if library == "torch-dataloader":
         body.append(_dataloader_kwargs(params))
+    if "stop_at_exit(" in loader.code:  # not DALI's: its pipeline's threads are C++ threads
+        imports += ["import atexit", "import weakref"]
+        body.append(_STOP)
     body += ["# -- the loader: " + library, loader.code, _settle(), _MAIN]
     parts = [part.strip("\n") for part in body]
     sections.append(_imports(imports, "\n".join(parts)))

@@ -160,8 +160,12 @@ def recipe_code(augment: str, recipe: str) -> RecipeCode:
 
 
 def dali_recipe() -> str:
-    """DALI's graph of the train recipe, the DALI loader's own (``imgbench.loaders.dali``)."""
-    return _join([*_IMAGENET, ("imgbench.loaders.dali", "_recipe")], "")
+    """DALI's graph of the train recipe, the DALI loader's own (``imgbench.loaders.dali``): the
+    full decode and random_resized_crop, or the as-documented ROI decode and resize (``DECODE``,
+    the row's ``dali_decode``)."""
+    dali = "imgbench.loaders.dali"
+    names = ["FULL_DECODE", "ROI_DECODE", "_recipe", "_roi_crop", "roi_decode"]
+    return _join([*_IMAGENET, *[(dali, n) for n in names]], "")
 
 
 TO_INPUT: dict[Input, str] = {
