@@ -43,7 +43,16 @@ def loader_row(
     return row_of(case)
 
 
-def dali_row(threads: int) -> dict[str, Any]:
-    from imgbench.loaders.dali import dali_case
+def dali_row(threads: int, documented: bool = False) -> dict[str, Any]:
+    from imgbench.loaders.dali import DOCUMENTED, dali_case
 
-    return row_of(dali_case(PLAN, threads))
+    return row_of(dali_case(PLAN, threads, documented=DOCUMENTED if documented else None))
+
+
+def documented_row(library: str, workers: int, **knobs: Any) -> dict[str, Any]:
+    """An as-documented row (imgbench.loaders.documented) of ``library`` over the default
+    pipeline: its adapter's own ``DOCUMENTED`` shape."""
+    from imgbench.loaders.registry import get_loader
+
+    module = get_loader(library).load()
+    return row_of(loader_case(library, workers, plan=PLAN, documented=module.DOCUMENTED, **knobs))

@@ -20,7 +20,7 @@ import pytest
 from imgbench.export.choose import Choice, why_not_exportable
 from imgbench.export.module import expected_batch, render
 from tests.conftest import ROOT, write_photo_like
-from tests.export.rows import dali_row, loader_row
+from tests.export.rows import dali_row, documented_row, loader_row
 
 BATCH = 4
 ENDING_BATCH = 16  # a longer task per thread-pool worker: the abort came in 1 run of 2 at 4
@@ -41,6 +41,13 @@ KINDS: dict[str, tuple[Any, str | None]] = {
     ),
     "spdl-2": (lambda: loader_row("spdl", 2), "spdl.pipeline"),
     "dali-2": (lambda: dali_row(2), "nvidia.dali"),
+    # as their own authors' examples build them (imgbench.loaders.documented)
+    "dali-2-as-documented": (lambda: dali_row(2, documented=True), "nvidia.dali"),
+    "spdl-2-per-batch": (lambda: documented_row("spdl", 2), "spdl.pipeline"),
+    "torchdata-nodes-thread-2-batch-map": (
+        lambda: documented_row("torchdata-nodes", 2, method="thread"),
+        "torchdata.nodes",
+    ),
 }
 
 # run in the child: imgbench off the path (the editable install's folder) and blocked, then

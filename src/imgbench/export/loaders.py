@@ -180,19 +180,37 @@ class Sample:
         return self.dataset[index]
 
 
+class MapAndCollate:
+    """``map_fn`` of the batch-map shape: a batch of indices -> the collated batch, one task."""
+
+    def __init__(self, sample: Sample) -> None:
+        self.sample = sample
+
+    def __call__(self, indices: list[int]) -> tuple[torch.Tensor, torch.Tensor]:
+        return collate([self.sample(i) for i in indices])
+
+
 def make_loader(root: str | Path, batch_size: int = BATCH_SIZE, epochs: int = 1) -> tn.Loader:
     """torchdata.nodes: SamplerWrapper > ParallelMapper > Batcher > Mapper(collate) >
-    [PinMemory where CUDA is] > Prefetcher > Loader."""
+    [PinMemory where CUDA is] > Prefetcher > Loader; SHAPE "batch-map" (its ImageNet example):
+    SamplerWrapper > Batcher > ParallelMapper(MapAndCollate) > [PinMemory] > Prefetcher(2)."""
     dataset = ImageFolderDataset(root)
     prepare()  # build the recipe once, before threads or forks
     sampler = RandomSampler(dataset, num_samples=epochs * len(dataset))
     node = tn.SamplerWrapper(sampler)
-    node = tn.ParallelMapper(node, map_fn=Sample(dataset), num_workers=WORKERS, method=METHOD)
-    node = tn.Batcher(node, batch_size=batch_size, drop_last=True)
-    node = tn.Mapper(node, map_fn=collate)
+    if SHAPE == "batch-map":
+        node = tn.Batcher(node, batch_size=batch_size, drop_last=True)
+        map_fn = MapAndCollate(Sample(dataset))
+        node = tn.ParallelMapper(node, map_fn=map_fn, num_workers=WORKERS, method=METHOD)
+        prefetch = PREFETCH_FACTOR
+    else:
+        node = tn.ParallelMapper(node, map_fn=Sample(dataset), num_workers=WORKERS, method=METHOD)
+        node = tn.Batcher(node, batch_size=batch_size, drop_last=True)
+        node = tn.Mapper(node, map_fn=collate)
+        prefetch = max(1, WORKERS) * PREFETCH_FACTOR
     if torch.cuda.is_available():
         node = tn.PinMemory(node)
-    node = tn.Prefetcher(node, prefetch_factor=max(1, WORKERS) * PREFETCH_FACTOR)
+    node = tn.Prefetcher(node, prefetch_factor=prefetch)
     return stop_at_exit(tn.Loader(node), stop_nodes)
 
 
@@ -230,10 +248,21 @@ class Sample:
         return self.dataset[index]
 
 
+class BatchTask:
+    """One task per batch (SHAPE "per-batch"): every sample of the batch, then the collate."""
+
+    def __init__(self, sample: Sample) -> None:
+        self.sample = sample
+
+    def __call__(self, indices: list[int]) -> tuple[torch.Tensor, torch.Tensor]:
+        return collate([self.sample(i) for i in indices])
+
+
 class SpdlLoader:
     """spdl.pipeline: source -> pipe(sample, concurrency=WORKERS) -> aggregate(batch_size) ->
     pipe(collate) -> sink(PREFETCH_FACTOR), built with num_threads=WORKERS (in this process,
-    or in one subprocess with run_pipeline_in_subprocess when SUBPROCESS)."""
+    or in one subprocess with run_pipeline_in_subprocess when SUBPROCESS); SHAPE "per-batch":
+    source -> aggregate(batch_size) -> pipe(BatchTask, concurrency=WORKERS) -> sink."""
 
     def __init__(self, dataset: ImageFolderDataset, batch_size: int, epochs: int) -> None:
         self.dataset, self.batch_size, self.epochs = dataset, batch_size, epochs
@@ -244,15 +273,18 @@ class SpdlLoader:
     def _config(self):
         rng = np.random.default_rng(0)
         order = [i for _ in range(self.epochs) for i in rng.permutation(len(self.dataset)).tolist()]
-        return (
-            PipelineBuilder()
-            .add_source(order)
-            .pipe(Sample(self.dataset), concurrency=WORKERS, name="sample")
-            .aggregate(self.batch_size, drop_last=True)
-            .pipe(collate, name="collate")
-            .add_sink(PREFETCH_FACTOR)
-            .get_config()
-        )
+        builder = PipelineBuilder().add_source(order)
+        if SHAPE == "per-batch":  # SPDL's ImageNet example: aggregate, then one task per batch
+            builder = builder.aggregate(self.batch_size, drop_last=True).pipe(
+                BatchTask(Sample(self.dataset)), concurrency=WORKERS, name="batch"
+            )
+        else:
+            builder = (
+                builder.pipe(Sample(self.dataset), concurrency=WORKERS, name="sample")
+                .aggregate(self.batch_size, drop_last=True)
+                .pipe(collate, name="collate")
+            )
+        return builder.add_sink(PREFETCH_FACTOR).get_config()
 
     def __iter__(self) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
         return stop_at_exit(self._batches())

@@ -349,8 +349,12 @@ def _settings(row: Mapping[str, Any], params: Mapping[str, Any], env: Mapping[st
         values["PIN_MEMORY"] = bool(params.get("pin_memory"))
     if library == "torchdata-nodes":
         values["METHOD"] = str(params.get("method") or "thread")
+        # "batch-map": its ImageNet example's shape (Batcher > ParallelMapper(map and collate))
+        values["SHAPE"] = str(params.get("torchdata_shape") or "per-sample")
     if library.startswith("spdl"):
         values["SUBPROCESS"] = library == "spdl-subprocess"
+        # "per-batch": its ImageNet example's shape (aggregate, then one task per batch)
+        values["SHAPE"] = str(params.get("spdl_shape") or "per-sample")
     if library == "dali":
         values["DEVICE"] = str(params.get("dali_device") or "cpu")
         from imgbench.loaders.dali import FULL_DECODE
