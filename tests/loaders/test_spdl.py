@@ -149,7 +149,7 @@ def test_default_profile_runs_a_small_sweep_and_the_subprocess() -> None:
         [("spdl", t, d, "") for t in plan.thread_sweep for d in decoders]
         + [("spdl-subprocess", 2, d, "") for d in decoders]
         # as SPDL's own examples build it: one task per batch (loaders/documented.py)
-        + [("spdl", t, d, "per-batch") for t in plan.thread_sweep for d in decoders]
+        + [("spdl", t, decoders[0], "per-batch") for t in plan.thread_sweep]
     )
     assert got == want
     assert len({c.case_id for c in planned}) == len(planned)
