@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
@@ -115,3 +116,31 @@ def test_the_report_asks_is_the_gpu_waiting_first() -> None:
     text = render_markdown(report)
     assert "### Is the GPU waiting? yes (NVIDIA H100)" in text
     assert "- it keeps 0.70 such GPUs at 90% busy" in text
+
+
+def test_the_summary_line_quotes_each_figure_beside_its_own_row() -> None:
+    """The H100 run's recorded rows (lab/device/2026-11-27-h100: its step row and its feeds'):
+    the line named `feed-uint8-prefetcher+copy` with the stepped row's 3,860 images/s and AU 97%,
+    where that copy row measured 2,752. Each figure is now beside the row that measured it."""
+    import pandas as pd
+
+    rows = pd.read_csv(Path(__file__).parent / "data" / "h100-gpu-rows.csv")
+    verdict = gpu_verdict(rows)
+    assert verdict is not None and not verdict.waiting
+    assert verdict.stepped == "feed-uint8-prefetcher+resnet50"
+    assert verdict.feed == "feed-uint8-prefetcher+copy"
+    line = verdict.lines()[2]
+    assert line == (
+        "the best feed: feed-uint8-prefetcher+resnet50 at 3,860 images/s, AU 97%; "
+        "copied alone: feed-uint8-prefetcher+copy at 2,752 images/s"
+    )
+    assert verdict.lines()[1] == "the step alone: 3,946 images/s"
+    assert round(verdict.gpus_kept_at_90, 2) == 1.09
+
+
+def test_a_feed_without_a_stepped_row_says_its_au_was_not_measured() -> None:
+    verdict = gpu_verdict(_frame(STEP, _row("feed-float32-pinned+copy", 2900.0, feed="x")))
+    assert verdict is not None
+    assert verdict.lines()[2] == (
+        "the best feed: feed-float32-pinned+copy at 2,900 images/s, AU not measured"
+    )

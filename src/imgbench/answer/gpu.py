@@ -25,11 +25,13 @@ class GpuVerdict:
     device: str
     step_images_per_s: float  # the step on a cached batch: the most the GPU can take
     feed: str  # the fastest feed as the GPU receives it (a `feed-*+copy` row's variant)
-    feed_images_per_s: float
+    feed_images_per_s: float  # what the loader has shown it delivers: the larger of the two below
     gpus_kept_at_90: float
     bound: str
     au: float | None = None  # the same feed with the step, where measured
     stepped: str | None = None  # that row's variant
+    copy_images_per_s: float | None = None  # the `+copy` row's own rate (None: no such row)
+    stepped_images_per_s: float | None = None  # the stepped row's own rate
 
     @property
     def waiting(self) -> bool:
@@ -39,15 +41,28 @@ class GpuVerdict:
         return self.gpus_kept_at_90 < 1.0
 
     def lines(self) -> list[str]:
-        au = f"{self.au:.0%}" if self.au is not None else "not measured"
         head = "yes" if self.waiting else "no"
         return [
             f"Is the GPU waiting? {head} ({self.device})",
             f"the step alone: {self.step_images_per_s:,.0f} images/s",
-            f"the best feed: {self.feed} at {self.feed_images_per_s:,.0f} images/s, AU {au}",
+            self._feed_line(),
             f"it keeps {self.gpus_kept_at_90:.2f} such GPUs at 90% busy",
             f"bound by: {self.bound}",
         ]
+
+    def _feed_line(self) -> str:
+        """Each figure beside the row that measured it: the stepped row's rate and AU, the copy
+        row's rate (a line that named the copy row with the stepped row's rate and AU read as one
+        row that measured both)."""
+        parts = []
+        if self.stepped is not None and self.stepped_images_per_s is not None:
+            au = f"{self.au:.0%}" if self.au is not None else "not measured"
+            parts.append(f"{self.stepped} at {self.stepped_images_per_s:,.0f} images/s, AU {au}")
+        if self.copy_images_per_s is not None and self.feed != self.stepped:
+            parts.append(f"{self.feed} at {self.copy_images_per_s:,.0f} images/s")
+        if self.stepped is None:
+            parts[-1] += ", AU not measured"
+        return "the best feed: " + "; copied alone: ".join(parts)
 
 
 def _ok(frame: pd.DataFrame) -> pd.DataFrame:
@@ -90,10 +105,11 @@ def gpu_verdict(frame: pd.DataFrame) -> GpuVerdict | None:
         best = feeds.sort_values("images_per_s_median", ascending=False).iloc[0]
         feed = str(_params(best).get("feed", ""))
     # what the loader has shown it delivers: its copy-only rate, or what it fed the step if more
-    rate = float(best["images_per_s_median"])
-    if len(stepped_rows):
-        rate = max(rate, float(fed["images_per_s_median"]))
+    copied = float(best["images_per_s_median"])
+    stepped_rate = float(fed["images_per_s_median"]) if len(stepped_rows) else None
+    rate = max(copied, stepped_rate or 0.0)
     kept = rate / (AU_TARGET * step_rate)
+    copy_row = str(best["variant"]).endswith("+copy")
     return GpuVerdict(
         device=str(_extra(best).get("device", "?")),
         step_images_per_s=step_rate,
@@ -103,6 +119,8 @@ def gpu_verdict(frame: pd.DataFrame) -> GpuVerdict | None:
         bound=_bound(frame, gpu, best, feed, rate, kept, au),
         au=au,
         stepped=stepped_name,
+        copy_images_per_s=copied if copy_row else None,
+        stepped_images_per_s=stepped_rate,
     )
 
 
