@@ -56,6 +56,10 @@ CORE_PRELOAD = (
     "imgbench.formats.cases",
 )
 FORK_UNSAFE = frozenset({"pyvips"})
+# Modules whose import initialises the CUDA driver: a process forked after that has no CUDA
+# ("CUDA driver initialization failed" in the child, on the H100: docs/gpu.md), so the server
+# never preloads them and a GPU machine's forked rows keep CUDA; their cases import them.
+CUDA_AT_IMPORT = frozenset({"nvidia.nvimgcodec"})
 HASH_SEED = "0"
 _DATASETS: dict[str, Any] = {}  # loaded by the server before any fork (0.5 s each, not per case)
 CASE_TIMEOUT_S = 3600.0  # a case that has not finished by then is killed with its worker
@@ -276,15 +280,12 @@ def _die_with_runner() -> None:
 def serve(dataset: str | None = None, preload: tuple[str, ...] = ()) -> None:
     """The server: import the preloads and load the dataset once, then fork a child per job
     until stdin closes."""
-    import importlib
 
     if os.environ.get(LAYOUT_ENV):
         run_under(os.environ[LAYOUT_ENV])  # re-executes this command line when it must change
     _die_with_runner()
 
-    for module in preload_modules(preload):
-        with contextlib.suppress(Exception):  # a missing library's cases skip with the reason
-            importlib.import_module(module)
+    preload_imports(preload)
     if dataset:
         from imgbench.datasets import load_dataset
 
@@ -302,6 +303,15 @@ def serve(dataset: str | None = None, preload: tuple[str, ...] = ()) -> None:
             _child(inbox)
         _, status = os.waitpid(pid, 0)
         _write_message(replies, status)
+
+
+def preload_imports(required: tuple[str, ...]) -> None:
+    """What the server imports before its first fork (:func:`preload_modules`)."""
+    import importlib
+
+    for module in preload_modules(required):
+        with contextlib.suppress(Exception):  # a missing library's cases skip with the reason
+            importlib.import_module(module)
 
 
 def profile_imports(profile: Profile, environment: str) -> tuple[str, ...]:
@@ -326,9 +336,17 @@ def profile_imports(profile: Profile, environment: str) -> tuple[str, ...]:
 
 
 def preload_modules(required: tuple[str, ...]) -> list[str]:
-    """What the server imports: the core, then the cases' requirements that survive a fork."""
-    extra = sorted({m for m in required if m.split(".")[0] not in FORK_UNSAFE})
+    """What the server imports: the core, then the cases' requirements that survive a fork and
+    leave CUDA to the forked children."""
+    extra = sorted({m for m in required if fork_safe(m)})
     return [*CORE_PRELOAD, *(m for m in extra if m not in CORE_PRELOAD)]
+
+
+def fork_safe(module: str) -> bool:
+    """``module`` may be imported before a fork: not fork-unsafe, and it starts no CUDA."""
+    if module.split(".")[0] in FORK_UNSAFE:
+        return False
+    return not any(module == m or module.startswith(m + ".") for m in CUDA_AT_IMPORT)
 
 
 # -- the runner side -------------------------------------------------------------------------------
