@@ -18,6 +18,12 @@ decoder hands (image, class-index mask) to the library's segmentation recipe, an
 (:class:`HeadsSource`) and the collate one-hot encodes them per batch, as seed 000's Keras
 ``Sequence`` does with ``to_categorical`` (:func:`collate_heads`).
 
+Crop-aware decode (``PipelineConfig.crop_decode``, ``imgbench.loaders.crop_decode``): the
+recipe's random-resized-crop window is drawn from the JPEG's header before decoding, the decoder
+decodes only that window (``roi``), or the whole image at a DCT-reduced scale that keeps the
+window at least the output side (``reduced``), or both (``roi-reduced``), and the augmentation
+runs the rest of the recipe (resize the window, flip, jitter, normalise).
+
 Everything here pickles small and builds its libraries lazily in the process that uses them:
 a spawned worker receives names and paths, not open files or decoders.
 """
@@ -28,7 +34,7 @@ import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final, Literal, cast
+from typing import TYPE_CHECKING, Any, Final, Literal, cast, get_args
 
 import numpy as np
 
@@ -49,6 +55,11 @@ S3: Final = "s3"
 CLASSIFICATION: Final = "classification"
 SEGMENTATION: Final = "segmentation"
 CROP_OCR: Final = "crop-ocr"
+# how the recipe's random crop meets the decoder (PipelineConfig.crop_decode): decode the whole
+# image then crop (the recipe's way), or crop-aware (imgbench.loaders.crop_decode)
+CropDecode = Literal["full", "roi", "reduced", "roi-reduced"]
+FULL_DECODE: Final = "full"
+CROP_DECODES: Final = get_args(CropDecode)
 
 
 @dataclass(frozen=True)
@@ -65,12 +76,31 @@ class PipelineConfig:
     # what a sample is and what comes out (imgbench.augment.tasks.TASKS); a task other than
     # classification runs its library's task recipe (``recipe`` names the task)
     task: str = CLASSIFICATION
+    # "full": the decoder decodes the whole image and the recipe crops it; otherwise the crop
+    # window is drawn from the header before decode and the decoder decodes only it ("roi"), the
+    # whole image at a reduced scale ("reduced"), or both ("roi-reduced"); the augmentation runs
+    # the rest of the recipe (imgbench.loaders.crop_decode)
+    crop_decode: CropDecode = FULL_DECODE
+
+    def __post_init__(self) -> None:
+        if self.crop_decode not in CROP_DECODES:
+            raise ValueError(f"crop_decode {self.crop_decode!r}: one of {CROP_DECODES}")
+        if self.crop_decode != FULL_DECODE and (
+            self.task != CLASSIFICATION or self.augment == NO_AUGMENT
+        ):
+            raise ValueError(
+                f"crop_decode={self.crop_decode} needs a classification recipe that crops, "
+                f"not task {self.task} with augmentation {self.augment}"
+            )
 
     @property
     def label(self) -> str:
         aug = self.augment if self.augment == NO_AUGMENT else f"{self.augment}:{self.recipe}"
         where = f"{self.storage}:{self.format}" if self.storage != LOCAL else self.format
-        label = f"{where} > {self.decoder} > {aug}"
+        decoder = self.decoder
+        if self.crop_decode != FULL_DECODE:  # only then: full pipelines keep their labels
+            decoder = f"{decoder} [{self.crop_decode} decode]"
+        label = f"{where} > {decoder} > {aug}"
         return label if self.task == CLASSIFICATION else f"{label} ({self.task})"
 
 
@@ -218,12 +248,19 @@ class SamplePipeline:
         self.config = config
         self._decode: Any = None
         self._augment: Any = None
+        self._info: Callable[[], dict[str, int]] | None = None
 
     def __len__(self) -> int:
         return len(self.source)
 
     def __getstate__(self) -> dict[str, Any]:
-        return {"source": self.source, "config": self.config, "_decode": None, "_augment": None}
+        return {
+            "source": self.source,
+            "config": self.config,
+            "_decode": None,
+            "_augment": None,
+            "_info": None,
+        }
 
     def close(self) -> None:
         """Close the source's files in this process (LMDB refuses a second open of a path)."""
@@ -235,7 +272,13 @@ class SamplePipeline:
         """Import and build the decoder and augmentation (once per process)."""
         if self._decode is None or self._augment is None:
             stages = build_stages(self.config)
-            self._decode, self._augment = stages.decode, stages.augment
+            self._decode, self._augment, self._info = stages.decode, stages.augment, stages.info
+
+    def decode_info(self) -> dict[str, int]:
+        """What the decoder did in this process: a crop-aware decoder's counts (JPEGs decoded
+        crop-aware, images that fell back to decode-then-crop, decodes per scale); empty for a
+        full decode. Each worker process counts its own samples."""
+        return {} if self._info is None else self._info()
 
     def __getitem__(self, index: int) -> tuple[Any, int, tuple[float, float, float]]:
         if self._decode is None or self._augment is None:
@@ -244,7 +287,9 @@ class SamplePipeline:
         payload, label = self.source[index]
         t1 = clock()
         try:
-            image = payload if isinstance(payload, np.ndarray) else self._decode(payload)
+            # decoded pixels skip the decoder, except into a crop-aware one (it cuts the window)
+            skip = isinstance(payload, np.ndarray) and self.config.crop_decode == FULL_DECODE
+            image = payload if skip else self._decode(payload)
         except Exception as exc:  # the loader's error (in whichever worker) names the sample
             raise SampleError(
                 f"{sample_name(self.source, index)}: {type(exc).__name__}: {exc}"
@@ -263,6 +308,7 @@ class Stages:
     decode: Callable[[Any], Any]
     augment: Callable[[Any], Any]
     handoff: str
+    info: Callable[[], dict[str, int]] | None = None  # the decoder's counts (decode_info)
 
 
 def build_stages(config: PipelineConfig) -> Stages:
@@ -272,6 +318,10 @@ def build_stages(config: PipelineConfig) -> Stages:
     payload (a format that stores decoded pixels) goes through ``make_input`` either way."""
     from imgbench.readers.registry import build_reader, find_spec
 
+    if config.crop_decode != FULL_DECODE:
+        from imgbench.loaders.crop_decode import crop_stages
+
+        return crop_stages(config)
     library, variant = config.decoder.split("/", 1)
     reader = build_reader(find_spec(library, variant))
     if config.augment == NO_AUGMENT:
@@ -344,10 +394,11 @@ def handoff(config: PipelineConfig) -> str:
     kind as its pipeline input (``pipeline_input``), else ``ARRAY``. Decided from the two
     declarations, by no name: imports the reader's adapter module, builds nothing. A loader's
     own augmentation graph (tf.data's, MXNet's: no augment registry entry) takes no native
-    object from this pipeline: ``ARRAY``, without importing its decoder; so does a task."""
+    object from this pipeline: ``ARRAY``, without importing its decoder; so does a task, and a
+    crop-aware decode (it hands over the window's array)."""
     from imgbench.augment.registry import libraries
 
-    if config.task != CLASSIFICATION:
+    if config.task != CLASSIFICATION or config.crop_decode != FULL_DECODE:
         return ARRAY
 
     taker = next((a for a in libraries() if a.key == config.augment), None)

@@ -85,6 +85,21 @@ NAMED_PIPELINES: dict[str, PipelineConfig] = {
     "pillow-crop-ocr": PipelineConfig(
         decoder="pillow/open-convert", augment="pillow/pil", recipe="crop-ocr", task="crop-ocr"
     ),
+    # crop-aware decode (imgbench.loaders.crop_decode, docs/loaders.md "Crop-aware decode"): the
+    # recipe's crop window drawn from the header, then only the window decoded (roi), the image
+    # at libjpeg's 1/2, 1/4 or 1/8 where the window keeps 224 px (reduced), or both; the rest of
+    # the recipe in albumentations. In no profile's plan; their full-decode counterparts are
+    # "turbojpeg", "pillow", "default" (OpenCV) and "nvimgcodec"
+    "turbojpeg": PipelineConfig(decoder="pyturbojpeg/decode-rgb"),
+    "turbojpeg-roi": PipelineConfig(decoder="pyturbojpeg/decode-rgb", crop_decode="roi"),
+    "turbojpeg-reduced": PipelineConfig(decoder="pyturbojpeg/decode-rgb", crop_decode="reduced"),
+    "turbojpeg-roi-reduced": PipelineConfig(
+        decoder="pyturbojpeg/decode-rgb", crop_decode="roi-reduced"
+    ),
+    "pillow-reduced": PipelineConfig(decoder="pillow/open-convert", crop_decode="reduced"),
+    "opencv-reduced": PipelineConfig(decoder="opencv/imdecode-rgb", crop_decode="reduced"),
+    "nvimgcodec": PipelineConfig(decoder="nvimgcodec/cpu"),
+    "nvimgcodec-roi": PipelineConfig(decoder="nvimgcodec/cpu", crop_decode="roi"),
 }
 
 

@@ -13,6 +13,10 @@ on stderr); the adapter raises instead, with the parser's reason where it has on
 ``threads``: the pool's size (``max_num_cpu_threads``; ``None`` leaves its default, one per
 core). One image per call decodes on one thread; a list per call (``decode_batch``, the
 ``batched`` variant) spreads the images over the pool.
+
+Crop-aware decode (``imgbench.loaders.crop_decode``) uses ``code_stream`` (the parsed header)
+and ``decode_region``: ``CodeStream.get_sub_code_stream(region=Region(top, left, bottom,
+right))`` decoded by the same CPU decoder, which hands back only the region's pixels.
 """
 
 from __future__ import annotations
@@ -63,6 +67,22 @@ class NvimgcodecReader(BytesReader):
 
     def decode(self, data: bytes) -> np.ndarray:
         return _array(self._decoder.decode(data, params=_PARAMS), data)
+
+    @staticmethod
+    def code_stream(data: bytes) -> nvimgcodec.CodeStream:
+        """The parsed code stream (``width``, ``height``, ``codec_name``); nothing decoded."""
+        return nvimgcodec.CodeStream(data)
+
+    def decode_region(
+        self, stream: nvimgcodec.CodeStream, data: bytes, box: tuple[int, int, int, int]
+    ) -> np.ndarray:
+        """The pixels of ``box`` (left, top, width, height) of ``stream`` (``data``'s), decoded
+        as a region (its sub code stream); the whole stream when the box is the whole image."""
+        left, top, width, height = box
+        if (left, top, width, height) != (0, 0, stream.width, stream.height):
+            region = nvimgcodec.Region(top, left, top + height, left + width)
+            stream = stream.get_sub_code_stream(region=region)
+        return _array(self._decoder.decode(stream, params=_PARAMS), data, " for a region")
 
 
 class NvimgcodecBatched(NvimgcodecReader):
