@@ -267,6 +267,17 @@ _DEFAULT = Profile(
             ),
             cow_workers=(0, 2),
             s3_workers=(0, 2),
+            # each decoder that can decode only the crop's window or at a reduced scale, and the
+            # full decode of the two whose full pipeline is not already a row (docs/loaders.md)
+            crop_pipelines=(
+                "turbojpeg",
+                "turbojpeg-roi",
+                "turbojpeg-roi-reduced",
+                "pillow-reduced",
+                "opencv-reduced",
+                "nvimgcodec",
+                "nvimgcodec-roi",
+            ),
             # the tasks' loaders: segmentation at 0 and one worker per core, crop-ocr at one per
             # core (~15 s estimated from the DataLoader rows' wall_s of a default run, 2026-11-27);
             # the loaders' own task rows follow them in the tensorflow session: tf.data's

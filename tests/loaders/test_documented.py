@@ -312,3 +312,27 @@ def test_per_batch_shapes_name_a_zero_byte_file(
     root = tmp_path / "empty"
     error = first_error(library, "default", folder(root, photo_dir, "empty.jpg"), params)
     assert error is not None and str(root / "empty.jpg") in error, error
+
+
+# -- crop-aware decodes through the plan (imgbench.loaders.crop_decode) ----------------------------
+def test_the_default_plan_runs_each_crop_aware_decoder() -> None:
+    planned = cases.loader_cases(get_profile("default"))
+    crop = {c.params["crop_decode"] for c in planned if "crop_decode" in c.params}
+    assert crop == {"roi", "roi-reduced", "reduced"}
+    for case in planned:
+        if "crop_decode" in case.params:
+            assert case.columns["crop_decode"] == case.params["crop_decode"]
+            assert case.variant.endswith(f"+{case.params['crop_decode']}-decode")
+
+
+@pytest.mark.timeout(120)
+def test_a_crop_aware_case_decodes_the_window_it_says(photo_ctx: CaseContext) -> None:
+    from imgbench.loaders.registry import pipeline_config
+
+    pytest.importorskip("turbojpeg")
+    case = cases.loader_case(
+        "torch-dataloader", 2, plan=QUICK, config=pipeline_config("turbojpeg-roi")
+    )
+    extra = _first_batch(photo_ctx, case)
+    assert extra["first_batch_check"] == "pass"
+    assert "[roi decode]" in extra["pipeline"], extra["pipeline"]

@@ -42,6 +42,7 @@ from imgbench.loaders.pipeline import (
     CLASSIFICATION,
     CROP_OCR,
     FILES,
+    FULL_DECODE,
     LOCAL,
     NO_AUGMENT,
     S3,
@@ -143,6 +144,8 @@ def _knob_cases(library: str, plan: LoaderPlan) -> list[Case]:
     for name in plan.extra_pipelines:
         config = pipeline_config(name)
         cases += [dl(0, config=config), dl(2, config=config)]
+    cores = os.cpu_count() or 2
+    cases += [dl(cores, config=pipeline_config(name)) for name in plan.crop_pipelines]
     return cases
 
 
@@ -302,6 +305,8 @@ def loader_case(
             params["in_order"] = in_order
     if config.task != CLASSIFICATION:  # in the case id; classification ids stay as they were
         params["task"] = config.task
+    if config.crop_decode != FULL_DECODE:  # a crop-aware decode (loaders/crop_decode.py)
+        params["crop_decode"] = config.crop_decode
     if method is not None:  # where a loader of several methods runs its work
         params["method"] = method
     if accelerator is not None:
@@ -315,6 +320,8 @@ def loader_case(
     columns.update(
         configuration_columns(spec.system_name, crops=crops(config), documented=documented)
     )
+    if crops(config) and config.crop_decode != FULL_DECODE:
+        columns["crop_decode"] = config.crop_decode
     environment, part_checks = pipeline_environment(spec, config)
     case = spec_case(
         spec,
@@ -390,6 +397,8 @@ def variant_name(config: PipelineConfig, params: dict[str, Any]) -> str:
     if config.augment != NO_AUGMENT and config.recipe != DEFAULT_PIPELINE.recipe:
         augment += "-" + config.recipe.removeprefix("train-")
     parts = [f"{config.format}-{config.decoder.split('/')[0]}-{augment}"]
+    if config.crop_decode != FULL_DECODE:  # its own curve: the decoder decodes the crop only
+        parts.append(f"{config.crop_decode}-decode")
     if config.storage != LOCAL:  # its own curve: the same pipeline from the bucket
         shaping = params.get("network_shaping")
         parts.append(f"{config.storage}-{shaping}" if shaping else config.storage)
@@ -601,6 +610,7 @@ def prepare_loader(
         recipe=recipe or DEFAULT_PIPELINE.recipe,
         storage=S3 if params.get("storage") == S3 else LOCAL,
         task=params.get("task", CLASSIFICATION),
+        crop_decode=params.get("crop_decode", FULL_DECODE),
     )
     spec = get_loader(case.library)
     storage_extra: dict[str, Any] = {}

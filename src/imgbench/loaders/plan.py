@@ -39,6 +39,10 @@ class LoaderPlan(StagePlan):
     # every other loader's AU rows: at the first speed, at this many workers or threads (or the
     # most it runs), one row per method (imgbench.loaders.cases.au_cases)
     au_workers: int = 2
+    # crop-aware decodes (imgbench.loaders.crop_decode: the decoder decodes only the crop's
+    # window, or at a reduced scale) and their decoders' full-decode twins, through the reference
+    # loader at one worker per core
+    crop_pipelines: tuple[str, ...] = ()
     # each system also as its own authors' example builds it (imgbench.loaders.documented),
     # where its registry entry names such rows
     as_documented: bool = True

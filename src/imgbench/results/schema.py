@@ -203,7 +203,9 @@ _FIELDS: list[tuple[str, pa.DataType, str]] = [
         pa.string(),
         "how the random crop meets the decoder: full (decode the whole image, then crop) | "
         "roi (the decoder decodes only the crop's window: DALI's image_random_crop, "
-        "TensorFlow's decode_and_crop_jpeg); null where the row decodes no crop",
+        "TensorFlow's decode_and_crop_jpeg, PyTurboJPEG's MCU-aligned crop, nvImageCodec's "
+        "region) | reduced (libjpeg's 1/2-1/8 decode where the window keeps 224 px) | "
+        "roi-reduced (both); null where the row decodes no crop",
     ),
     ("params_json", pa.string(), "all parameters of the case as JSON"),
     # thread and allocator settings in force while timing
