@@ -60,12 +60,11 @@ $(STAMP): pyproject.toml Makefile scripts/apt-install.sh src/imgbench/installer.
 
 bench: setup
 	$(VENV)/bin/imgbench dataset build $$($(PY) -c "from imgbench.profiles import get_profile; print(get_profile('$(PROFILE)').dataset)")
-	@# one pytest session per environment and dataset (imgbench run); exit 1 = some cases failed,
-	@# which are rows with status=failed, so the run still counts
+	@# one pytest session per environment and dataset (imgbench run: the plan and estimate first,
+	@# one progress line, the answer and the commands that show more last); exit 1 = some cases
+	@# failed, which are rows with status=failed, so the run still counts
 	@rc=0; $(VENV)/bin/imgbench run --profile $(PROFILE) --name $(NAME) -- $(PYTEST_ARGS) || rc=$$?; \
-	echo; \
 	if [ $$rc -eq 1 ]; then echo "some cases failed: see the rows with status=failed"; rc=0; fi; \
-	echo "dashboard: $(VENV)/bin/imgbench dashboard   (or: $(VENV)/bin/streamlit run dashboard/app.py)"; \
 	exit $$rc
 
 $(TF_ENV): $(STAMP)

@@ -145,6 +145,7 @@ def run(
         with_disks=disk == "none" and ray_address is None and env_name is None,
     )
     sessions = _drop_unavailable_disks(sessions)
+    plan = _print_plan(sessions, chosen, results, keyword, env_name)
     started = time.time()
     group = f"{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime(started))}-{name or profile}"
     if ray_address is not None:
@@ -160,7 +161,7 @@ def run(
         )
     child_env = {**os.environ, "IMGBENCH_RUN_GROUP": group}
     codes = _run_sessions(
-        sessions, chosen, results, keyword, pytest_args or [], child_env, env_name
+        sessions, chosen, results, keyword, pytest_args or [], child_env, env_name, plan
     )
     if any(s.disk is not None for s in sessions):
         from imgbench.storage.records import cleanup_leftovers
@@ -175,7 +176,54 @@ def run(
     except ResultsLocationError as exc:
         raise fail(str(exc)) from None
     _print_written(written)
+    if codes and codes[-1] in (0, 1, 5) and measure == "wall":
+        _print_answer(results, group)
     raise typer.Exit(combined_exit_code(codes))
+
+
+def _print_plan(
+    sessions: list[Any], chosen: Profile, results: str, keyword: str | None, env_name: str | None
+) -> Any:
+    """The run's plan and time estimate, first (imgbench.run_plan); None where it cannot be
+    made, which never stops the run."""
+    from imgbench.run_plan import make_plan
+
+    to_build: list[str] = []
+    if env_name is None:
+        from imgbench.envs import is_built
+
+        to_build = [
+            e
+            for e in dict.fromkeys(s.environment for s in sessions)
+            if e != "main" and not is_built(e)
+        ]
+    try:
+        plan = make_plan(sessions, chosen, results, keyword=keyword, to_build=to_build)
+    except Exception as exc:  # an estimate is a courtesy: say why there is none, and go on
+        err.print(f"[yellow]no plan or estimate: {exc}[/]", highlight=False, soft_wrap=True)
+        return None
+    for line in plan.lines():
+        console.print(line, highlight=False, soft_wrap=True)
+    return plan
+
+
+def _print_answer(results: str, group: str) -> None:
+    """The run's answer in a few lines per machine, dataset and output size, worded as
+    `imgbench report --markdown` words it (imgbench.run_answer), then the commands that show
+    more; a run whose rows give no answer (e.g. -k read) ends with the commands alone."""
+    from imgbench.run_answer import more_line, run_answer_lines
+
+    try:
+        lines = run_answer_lines(results, group)
+    except Exception as exc:  # the rows are on disk; `imgbench report` may still read them
+        err.print(f"[yellow]answer: not shown here ({exc})[/]", highlight=False, soft_wrap=True)
+        lines = []
+    if lines:
+        console.print()
+        console.print("answer (as `imgbench report --markdown` gives it):", highlight=False)
+        for line in lines:
+            console.print(line, markup=False, highlight=False, soft_wrap=True)
+    console.print(more_line(), highlight=False, soft_wrap=True)
 
 
 def _checked_run_inputs(
@@ -219,14 +267,16 @@ def _run_sessions(
     pytest_args: list[str],
     child_env: dict[str, str],
     env_name: str | None,
+    plan: Any = None,
 ) -> list[int]:
     """Each session's exit code, in order; stops after an interrupted or misused session. An
-    environment that did not build is said and skipped (its cases have no rows)."""
-    from imgbench.sessions import (
-        build_missing_environments,
-        python_for_environment,
-        run_session,
-    )
+    environment that did not build is said and skipped (its cases have no rows). With a
+    ``plan``, one progress line for the whole run (imgbench.progress)."""
+    import shutil
+    import tempfile
+
+    from imgbench.progress import RunProgress
+    from imgbench.sessions import build_missing_environments
 
     unbuilt: dict[str, str] = {}
     if env_name is None:
@@ -234,8 +284,47 @@ def _run_sessions(
             [s.environment for s in sessions],
             say=lambda line: console.print(f"[dim]{line}[/]", highlight=False, soft_wrap=True),
         )
+    progress = RunProgress(plan, console) if plan is not None else None
+    scratch = Path(tempfile.mkdtemp(prefix="imgbench-progress-"))
+    try:
+        return _each_session(
+            sessions,
+            chosen,
+            results,
+            keyword,
+            pytest_args,
+            child_env,
+            env_name,
+            unbuilt,
+            progress,
+            scratch,
+        )
+    finally:
+        if progress is not None:
+            progress.close()
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _each_session(
+    sessions: list[Any],
+    chosen: Profile,
+    results: str,
+    keyword: str | None,
+    pytest_args: list[str],
+    child_env: dict[str, str],
+    env_name: str | None,
+    unbuilt: dict[str, str],
+    progress: Any,
+    scratch: Path,
+) -> list[int]:
+    from imgbench.progress import PROGRESS_ENV
+    from imgbench.sessions import python_for_environment, run_session
+
     codes = []
-    for session in sessions:
+    for k, session in enumerate(sessions, 1):
+        progress_file = scratch / f"session-{k}.txt"
+        if progress is not None:
+            progress.start_session(k, progress_file)
         if session.environment in unbuilt:
             err.print(
                 f"[yellow]skipped: the {session.environment} environment did not build "
@@ -252,8 +341,16 @@ def _run_sessions(
         except RuntimeError as exc:
             raise fail(str(exc)) from None
         args = session.args(python, chosen, results, keyword) + pytest_args
-        console.print(f"[dim]$ {' '.join(args)}[/]", highlight=False)
-        codes.append(run_session(args, session.process_env(child_env)))
+        console.print(f"[dim]$ {' '.join(args)}[/]", highlight=False, soft_wrap=True)
+        env = {**session.process_env(child_env), PROGRESS_ENV: str(progress_file)}
+        if progress is not None and progress.live:
+            # the session's output passes through the run, printed above the progress line
+            env.update(PYTHONUNBUFFERED="1", COLUMNS=str(console.width))
+            if "NO_COLOR" not in env:
+                env["PY_COLORS"] = "1"
+            codes.append(run_session(args, env, on_line=progress.output, on_tick=progress.tick))
+        else:
+            codes.append(run_session(args, env))
         if codes[-1] not in (0, 1, 5):
             break  # interrupted or a usage error: stop here
     return codes

@@ -20,7 +20,8 @@ from typing import Any
 
 import pytest
 
-from imgbench.benchmark_shim import record_samples
+from imgbench import session_output as out
+from imgbench.benchmark_shim import claim, record_samples
 from imgbench.envs import unmeasured_reason
 from imgbench.errors import one_line
 from imgbench.measure.case import Case
@@ -121,6 +122,7 @@ def pytest_configure(config: pytest.Config) -> None:
         environment=config.getoption("imgbench_env"),
     )
     cleanup_leftovers()  # emulated disks of killed runs (cheap: a folder listing)
+    config.pluginmanager.register(out.SessionOutput(), "imgbench-session-output")
     if settings.disk_profile != "none":
         _open_disk(config.stash[STATE_KEY])
 
@@ -203,6 +205,7 @@ class Harness:
 
 @pytest.fixture
 def imgbench(request: pytest.FixtureRequest, benchmark: Any) -> Harness:
+    claim(benchmark)  # imgbench's engine times the case; its samples are handed over after
     return Harness(request.node, benchmark, request.config.stash[STATE_KEY])
 
 
@@ -229,7 +232,7 @@ def pytest_runtest_makereport(
     measured = item.stash.get(OUTCOME_KEY, None)
     measurement = measured if isinstance(measured, Measurement) else None
     if report.skipped:
-        status, reason = "skipped", _skip_reason(report)
+        status, reason = "skipped", out.skip_reason(report)
     elif isinstance(measured, Failed):
         status, reason = "failed", measured.reason
     elif report.failed:
@@ -253,12 +256,6 @@ def pytest_runtest_makereport(
     )
     item.stash[RECORDED_KEY] = True
     state.record(row)
-
-
-def _skip_reason(report: pytest.TestReport) -> str:
-    longrepr = report.longrepr
-    text = str(longrepr[2]) if isinstance(longrepr, tuple) and len(longrepr) == 3 else str(longrepr)
-    return text.removeprefix("Skipped: ").strip()
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -342,7 +339,8 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     if state.rows:
         ctx = state.manager.loaded_context
         dataset = ctx.dataset if ctx is not None else None
-        for line in summary_lines(
+        lines = summary_lines(
             state.rows, dataset, str(state.results.path_of(f"{state.run.run_id}.parquet"))
-        ):
+        )
+        for line in out.with_skipped_cases(lines, config, state.run.run_id):
             terminalreporter.write_line(line)

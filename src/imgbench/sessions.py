@@ -13,9 +13,11 @@ Each session writes its own parquet file; they share the run name.
 
 from __future__ import annotations
 
+import queue
 import signal
 import subprocess
 import sys
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -264,18 +266,84 @@ def build_missing_environments(
     return {name: why for name, why in problems.items() if why is not None}
 
 
-def run_session(args: list[str], env: dict[str, str]) -> int:
+def run_session(
+    args: list[str],
+    env: dict[str, str],
+    *,
+    on_line: Callable[[str], object] | None = None,
+    on_tick: Callable[[], object] | None = None,
+    tick_s: float = 0.5,
+) -> int:
     """Run one session and return its exit code; a SIGTERM or SIGHUP sent to `imgbench run` is
     passed on to it (Ctrl-C reaches it anyway, in the terminal's foreground group), so stopping
-    a run stops its session, whose worker server then ends with it (measure/server.py)."""
-    proc = subprocess.Popen(args, env=env)
+    a run stops its session, whose worker server then ends with it (measure/server.py).
+
+    With ``on_line`` the session's output (stdout and stderr) is read line by line and handed
+    to it (the run's live progress line prints it above itself); ``on_tick`` is called every
+    ``tick_s`` while the session runs."""
+    piped = on_line is not None
+    proc = subprocess.Popen(
+        args,
+        env=env,
+        stdout=subprocess.PIPE if piped else None,
+        stderr=subprocess.STDOUT if piped else None,
+        text=piped,
+        errors="replace" if piped else None,
+    )
 
     def forward(signum: int, _frame: object) -> None:
         proc.send_signal(signum)
 
     previous = {sig: signal.signal(sig, forward) for sig in (signal.SIGTERM, signal.SIGHUP)}
     try:
-        return proc.wait()
+        if not piped and on_tick is None:
+            return proc.wait()
+        return _watch(proc, on_line, on_tick, tick_s)
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+
+
+def _watch(
+    proc: subprocess.Popen[str],
+    on_line: Callable[[str], object] | None,
+    on_tick: Callable[[], object] | None,
+    tick_s: float,
+) -> int:
+    """Wait for the session, handing its output lines on and ticking every ``tick_s``."""
+    lines: queue.Queue[str | None] = queue.Queue()
+    reader = threading.Thread(target=_pump, args=(proc, lines), daemon=True)
+    if proc.stdout is not None:
+        reader.start()
+    while True:
+        try:
+            code = proc.wait(timeout=tick_s)
+        except subprocess.TimeoutExpired:
+            code = None
+        except KeyboardInterrupt:  # Ctrl-C reached the session too: let it finish its output
+            continue
+        _drain(lines, on_line)
+        if on_tick is not None:
+            on_tick()
+        if code is not None:
+            if reader.is_alive():
+                reader.join(timeout=5)
+            _drain(lines, on_line)
+            return code
+
+
+def _pump(proc: subprocess.Popen[str], lines: queue.Queue[str | None]) -> None:
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        lines.put(line)
+    lines.put(None)
+
+
+def _drain(lines: queue.Queue[str | None], on_line: Callable[[str], object] | None) -> None:
+    while True:
+        try:
+            line = lines.get_nowait()
+        except queue.Empty:
+            return
+        if line is not None and on_line is not None:
+            on_line(line)
