@@ -198,3 +198,67 @@ def test_the_answer_lines_are_the_report_s_markdown(quick_session: SessionRun) -
     # the pick: the report's bold headline is among the lines shown
     headlines = [line for line in report_lines if line.startswith("**")]
     assert headlines and headlines[0] in lines
+
+
+def test_the_default_plan_names_every_session_and_what_it_builds(tmp_path: Path) -> None:
+    profile = get_profile("default")
+    sessions = plan_sessions(profile, REPO / "benches", "default")
+    plan = make_plan(sessions, profile, str(tmp_path), to_build=["mxnet"], machine_id="m")
+    lines = plan.lines()
+    assert lines[0].startswith(f"plan: {len(sessions)} pytest sessions, ")
+    listed = lines[1 : 1 + len(sessions)]
+    assert [line.split(". ", 1)[0].strip() for line in listed] == [
+        str(k) for k in range(1, len(sessions) + 1)
+    ]
+    assert any("allocator" in line for line in listed) and any(" on " in line for line in listed)
+    assert all(s.cases > 0 for s in plan.sessions), lines
+    assert "first builds the mxnet environment" in lines[-2]
+    assert lines[-1].startswith("estimate: ~") and "an estimate" in lines[-1]
+
+
+def test_a_session_s_output_and_ticks_reach_the_run(tmp_path: Path) -> None:
+    from imgbench.sessions import run_session
+
+    seen: list[str] = []
+    ticks: list[int] = []
+    code = run_session(
+        [
+            sys.executable,
+            "-c",
+            "import sys, time; print('one'); time.sleep(0.3); "
+            "print('two', file=sys.stderr); sys.exit(1)",
+        ],
+        dict(os.environ),
+        on_line=seen.append,
+        on_tick=lambda: ticks.append(1),
+        tick_s=0.05,
+    )
+    assert code == 1
+    assert [line.strip() for line in seen] == ["one", "two"]
+    assert len(ticks) >= 2
+
+
+def test_without_a_terminal_the_progress_is_a_line_per_session(tmp_path: Path) -> None:
+    import io
+
+    from rich.console import Console
+
+    from imgbench.progress import RunProgress
+
+    profile = get_profile("default")
+    sessions = plan_sessions(profile, REPO / "benches", "default")[:2]
+    plan = make_plan(sessions, profile, str(tmp_path), machine_id="m")
+    buffer = io.StringIO()
+    progress = RunProgress(plan, Console(file=buffer, width=200))
+    assert not progress.live
+    for k in (1, 2):
+        file = tmp_path / f"{k}.txt"
+        file.write_text("total 3\ndone a\n")
+        progress.start_session(k, file)
+        progress.tick()
+    progress.close()
+    lines = buffer.getvalue().splitlines()
+    assert lines[0].startswith(f"session 1 of 2 ({plan.sessions[0].label}): 0/")
+    assert lines[1].startswith(f"session 2 of 2 ({plan.sessions[1].label}): 0/")
+    assert "all 1/" in lines[1]  # the first session's finished case counted
+    assert lines[2].startswith("2 session(s) done in ")

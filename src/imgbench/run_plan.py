@@ -21,6 +21,7 @@ from imgbench.sessions import Session
 STAGE_DEFAULT_S = {"read": 1.5, "augment": 1.5, "format": 4.0, "loader": 6.0}
 FALLBACK_S = 5.0  # a stage not listed above (a plugin's)
 SESSION_START_S = 8.0  # interpreter, pytest's collection, the worker server's imports
+HISTORY_FILES = 60  # the newest parquet files read for the estimate (a default run writes ~15)
 
 
 @dataclass(frozen=True)
@@ -178,7 +179,8 @@ def history(results: str, machine_id: str) -> dict[str, float]:
     if is_remote(results) or not Path(results).is_dir():
         return {}
     frames = []
-    for path in sorted(Path(results).glob("*.parquet")):
+    newest = sorted(Path(results).glob("*.parquet"), key=lambda p: p.stat().st_mtime)
+    for path in newest[-HISTORY_FILES:]:
         try:
             frame = pd.read_parquet(
                 path, columns=["machine_id", "case_id", "stage", "wall_s", "created_utc"]

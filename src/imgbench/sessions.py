@@ -316,15 +316,19 @@ def _watch(
     if proc.stdout is not None:
         reader.start()
     while True:
+        code = None
         try:
             code = proc.wait(timeout=tick_s)
         except subprocess.TimeoutExpired:
-            code = None
-        except KeyboardInterrupt:  # Ctrl-C reached the session too: let it finish its output
+            pass
+        except KeyboardInterrupt:  # Ctrl-C reached the session too: it stops and says so
             continue
-        _drain(lines, on_line)
-        if on_tick is not None:
-            on_tick()
+        try:
+            _drain(lines, on_line)
+            if on_tick is not None:
+                on_tick()
+        except KeyboardInterrupt:
+            pass
         if code is not None:
             if reader.is_alive():
                 reader.join(timeout=5)
