@@ -145,7 +145,7 @@ def run(
         with_disks=disk == "none" and ray_address is None and env_name is None,
     )
     sessions = _drop_unavailable_disks(sessions)
-    plan = _print_plan(sessions, chosen, results, keyword, env_name)
+    plan = _print_plan(sessions, chosen, results, keyword, env_name, measure)
     started = time.time()
     group = f"{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime(started))}-{name or profile}"
     if ray_address is not None:
@@ -182,7 +182,12 @@ def run(
 
 
 def _print_plan(
-    sessions: list[Any], chosen: Profile, results: str, keyword: str | None, env_name: str | None
+    sessions: list[Any],
+    chosen: Profile,
+    results: str,
+    keyword: str | None,
+    env_name: str | None,
+    measure: str,
 ) -> Any:
     """The run's plan and time estimate, first (imgbench.run_plan); None where it cannot be
     made, which never stops the run."""
@@ -198,7 +203,9 @@ def _print_plan(
             if e != "main" and not is_built(e)
         ]
     try:
-        plan = make_plan(sessions, chosen, results, keyword=keyword, to_build=to_build)
+        plan = make_plan(
+            sessions, chosen, results, keyword=keyword, to_build=to_build, measure=measure
+        )
     except Exception as exc:  # an estimate is a courtesy: say why there is none, and go on
         err.print(f"[yellow]no plan or estimate: {exc}[/]", highlight=False, soft_wrap=True)
         return None

@@ -42,6 +42,7 @@ class RunPlan:
     source: str  # where the per-case figures came from, in words
     keyword: str | None = None
     per_case: dict[str, float] = field(default_factory=dict, compare=False)
+    final: bool = False  # the main session's best loader rows meet in imgbench.final after
 
     @property
     def expected_s(self) -> float:
@@ -63,6 +64,11 @@ class RunPlan:
             stages = ", ".join(s.stages) or "-"
             lines.append(
                 f"  {k:>2}. {s.label:<34} {s.cases:>4} cases  ({stages})  ~{duration(s.expected_s)}"
+            )
+        if self.final:
+            lines.append(
+                "  then the final: the best loader configurations head to head (imgbench.final; "
+                "not in the estimate)"
             )
         if self.to_build:
             lines.append(
@@ -206,6 +212,7 @@ def make_plan(
     keyword: str | None = None,
     to_build: Sequence[str] = (),
     machine_id: str | None = None,
+    measure: str = "wall",
 ) -> RunPlan:
     """The run's plan and estimate (``machine_id``: this machine's, found when not given)."""
     if machine_id is None:
@@ -244,4 +251,12 @@ def make_plan(
         source = "this machine's earlier rows, by stage"
     else:
         source = "no earlier rows on this machine: per-stage defaults"
-    return RunPlan(tuple(plans), tuple(to_build), source, keyword, per_case)
+    final = measure == "wall" and any(
+        s.environment == "main"
+        and not s.secondary
+        and s.allocator is None
+        and s.disk is None
+        and "loader" in p.stages
+        for s, p in zip(sessions, plans, strict=True)
+    )
+    return RunPlan(tuple(plans), tuple(to_build), source, keyword, per_case, final)
