@@ -217,7 +217,8 @@ def _print_plan(
 def _print_answer(results: str, group: str) -> None:
     """The run's answer in a few lines per machine, dataset and output size, worded as
     `imgbench report --markdown` words it (imgbench.run_answer), then the commands that show
-    more; a run whose rows give no answer (e.g. -k read) ends with the commands alone."""
+    more; where its rows give no answer (e.g. -k read) the report's "No answer: ..." line says
+    what to run."""
     from imgbench.run_answer import more_line, run_answer_lines
 
     try:
