@@ -45,15 +45,36 @@ import threading
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final, NamedTuple, Protocol
+from typing import TYPE_CHECKING, Any, Final, Literal, NamedTuple, Protocol, get_args
 
 import numpy as np
 
 from imgbench.augment import spec
-from imgbench.loaders.pipeline import ARRAY, FULL_DECODE, PipelineConfig, Stages
+
+# how the recipe's random crop meets the decoder (PipelineConfig.crop_decode)
+CropDecode = Literal["full", "roi", "reduced", "roi-reduced"]
+FULL_DECODE: Final = "full"
+CROP_DECODES: Final = get_args(CropDecode)
 
 if TYPE_CHECKING:
     from imgbench.readers.base import Reader
+
+
+class PipelineConfig(Protocol):
+    """What this module reads of ``imgbench.loaders.pipeline.PipelineConfig`` (named, not
+    imported: that module imports this one)."""
+
+    @property
+    def decoder(self) -> str: ...
+    @property
+    def augment(self) -> str: ...
+    @property
+    def recipe(self) -> str: ...
+    @property
+    def crop_decode(self) -> str: ...
+    @property
+    def label(self) -> str: ...
+
 
 ROI: Final = "roi"
 REDUCED: Final = "reduced"
@@ -455,11 +476,14 @@ def window_resize() -> Callable[[np.ndarray], np.ndarray]:
     return run
 
 
-def crop_stages(config: PipelineConfig, draw: WindowDraw | None = None) -> Stages:
-    """The pipeline's stages for a crop-aware ``config``: the crop decoder, then the rest of
-    the recipe (``imgbench.loaders.pipeline.build_stages`` calls it)."""
+def crop_stages(
+    config: PipelineConfig, draw: WindowDraw | None = None
+) -> tuple[CropDecoder, Callable[[np.ndarray], Any], Callable[[], dict[str, int]]]:
+    """(decode, augment, counts) of a crop-aware ``config``: the crop decoder, then the rest
+    of the recipe on the window's HxWx3 array (``imgbench.loaders.pipeline.build_stages`` joins
+    them into its ``Stages``)."""
     decoder = build_crop_decoder(config, draw)
-    return Stages(decoder, rest_of_recipe(config), ARRAY, decoder.info)
+    return decoder, rest_of_recipe(config), decoder.info
 
 
 def non_jpeg_files(paths: Iterable[str | bytes]) -> int:

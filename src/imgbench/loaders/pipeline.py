@@ -34,11 +34,12 @@ import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final, Literal, cast, get_args
+from typing import TYPE_CHECKING, Any, Final, Literal, cast
 
 import numpy as np
 
 from imgbench.loaders.base import Batch, clock
+from imgbench.loaders.crop_decode import CROP_DECODES, FULL_DECODE, CropDecode
 
 if TYPE_CHECKING:
     from imgbench.formats.base import FormatMeta
@@ -56,10 +57,8 @@ CLASSIFICATION: Final = "classification"
 SEGMENTATION: Final = "segmentation"
 CROP_OCR: Final = "crop-ocr"
 # how the recipe's random crop meets the decoder (PipelineConfig.crop_decode): decode the whole
-# image then crop (the recipe's way), or crop-aware (imgbench.loaders.crop_decode)
-CropDecode = Literal["full", "roi", "reduced", "roi-reduced"]
-FULL_DECODE: Final = "full"
-CROP_DECODES: Final = get_args(CropDecode)
+# image then crop (the recipe's way), or crop-aware (imgbench.loaders.crop_decode, which imports
+# nothing of this module: the dependency points one way)
 
 
 @dataclass(frozen=True)
@@ -321,7 +320,8 @@ def build_stages(config: PipelineConfig) -> Stages:
     if config.crop_decode != FULL_DECODE:
         from imgbench.loaders.crop_decode import crop_stages
 
-        return crop_stages(config)
+        window_decode, rest, counts = crop_stages(config)
+        return Stages(window_decode, rest, ARRAY, counts)
     library, variant = config.decoder.split("/", 1)
     reader = build_reader(find_spec(library, variant))
     if config.augment == NO_AUGMENT:
