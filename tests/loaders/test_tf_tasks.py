@@ -9,11 +9,14 @@ from __future__ import annotations
 import os
 from typing import Any
 
+import numpy as np
 import pytest
 
 from imgbench.augment.tasks import N_CLASSES
+from imgbench.loaders.documented import AS_DOCUMENTED, ROI
 from imgbench.loaders.registry import get_loader, pipeline_config
 from tests.loaders.conftest import TensorflowSession
+from tests.loaders.windows import check_window_distribution
 
 
 @pytest.fixture(scope="module")
@@ -128,3 +131,43 @@ def test_keras_segmentation_first_batch(
     assert got["targets"] == [[4, 224, 224], "int64"]
     assert got["pool"] == pool and got["pids"] == pids
     assert set(got["classes"]) <= set(range(N_CLASSES)) and len(got["classes"]) >= 2
+
+
+# -- tf.data: decode_and_crop_jpeg, as TensorFlow's ResNet preprocessing --------------------------
+@pytest.fixture(scope="module")
+def tf_roi(tf_session: TensorflowSession) -> dict:
+    """What the tensorflow env's probe found of the as-documented decode (tests/loaders/
+    tf_tasks_probe.py, run on the real photos after that env's bench session)."""
+    assert "probe_error" not in tf_session.probe, tf_session.probe["probe_error"]
+    return {
+        "roi": tf_session.probe["roi"],
+        "bad": tf_session.probe["roi-bad"],
+        "rows": tf_session.rows,
+    }
+
+
+def test_tf_decode_and_crop_of_a_forced_window_equals_decode_then_slice(tf_roi: dict) -> None:
+    for mean_diff, shape in tf_roi["roi"]["forced"]:
+        assert shape == [120, 150, 3]
+        assert mean_diff < 0.5, mean_diff  # the window's edge upsamples chroma on its own
+
+
+def test_tf_decode_and_crop_windows_follow_the_recipes_area_and_aspect(tf_roi: dict) -> None:
+    windows = np.array(tf_roi["roi"]["windows"])
+    sizes = [(int(w), int(h)) for w, h in windows[:16, 2:4]]
+    check_window_distribution(windows[:, 0], windows[:, 1], sizes)
+
+
+def test_tf_as_documented_first_batch_and_rows(tf_roi: dict) -> None:
+    assert tf_roi["roi"]["check"] == "pass" and tf_roi["roi"]["op"] == "decode_and_crop_jpeg"
+    rows = tf_roi["rows"]
+    documented = rows[rows.configured_as == AS_DOCUMENTED]
+    assert set(documented.library) == {"tf-data"} and len(documented) == 2  # files, TFRecord
+    assert (documented.status == "ok").all(), documented.reason.tolist()
+    assert (documented.crop_decode == ROI).all() and (documented.system == "tf.data").all()
+    assert documented.configured_from.str.contains("decode_and_crop_jpeg").all()
+
+
+def test_tf_as_documented_names_a_truncated_and_a_zero_byte_file(tf_roi: dict) -> None:
+    for name, error in tf_roi["bad"].items():
+        assert name in error, error
