@@ -145,7 +145,11 @@ def run(
         with_disks=disk == "none" and ray_address is None and env_name is None,
     )
     sessions = _drop_unavailable_disks(sessions)
-    plan = _print_plan(sessions, chosen, results, keyword, env_name, measure)
+    # a --ray run's sessions go to the cluster's nodes (no plan or progress here): an address
+    # where nothing listens is then its one line, at once
+    plan = None
+    if ray_address is None:
+        plan = _print_plan(sessions, chosen, results, keyword, env_name, measure)
     started = time.time()
     group = f"{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime(started))}-{name or profile}"
     if ray_address is not None:
