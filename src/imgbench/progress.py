@@ -87,6 +87,7 @@ class RunProgress:
     def start_session(self, k: int, progress_file: Path) -> None:
         """Session ``k`` (from 1) starts; it reports its cases to ``progress_file``."""
         if self._k:
+            self._read()  # the session that ended: its last cases (no tick reads it off a terminal)
             self._done_before += self._done
             self._expected_before += self.plan.sessions[self._k - 1].expected_s
         self._k, self._file, self._done = k, progress_file, 0
@@ -106,13 +107,16 @@ class RunProgress:
             self._bar.start()
         self.tick()
 
-    def tick(self) -> None:
-        """Read the session's file and redraw the line."""
+    def _read(self) -> None:
         if self._file is not None:
             total, done = read_progress(self._file)
             if total is not None:
                 self._total = self._totals[self._k - 1] = total
             self._done = done
+
+    def tick(self) -> None:
+        """Read the session's file and redraw the line."""
+        self._read()
         if self._bar is not None and self._task is not None:
             n = len(self.plan.sessions)
             elapsed = time.monotonic() - self.started
