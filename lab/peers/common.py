@@ -64,7 +64,12 @@ def time_batches(
         rates.append(images / (time.perf_counter() - start))
     print(json.dumps({"images_per_s": rates, "images": images}), flush=True)
     # the figure is out; leave without finalising the loader's threads (a pool still decoding
-    # at interpreter exit can abort the process, status 134, which would read as a failure)
+    # at interpreter exit can abort the process, status 134, which would read as a failure),
+    # but end its worker processes first: they hold the caller's pipe open
+    import multiprocessing
+
+    for child in multiprocessing.active_children():
+        child.kill()
     os._exit(0)
 
 

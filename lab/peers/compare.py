@@ -21,8 +21,10 @@ import os
 import statistics
 import subprocess
 import sys
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from imgbench.library import wrong_environment
 from imgbench.measure.case import Case
@@ -42,6 +44,7 @@ class Peer:
     script: str
     select: dict[str, object]  # parameters that pick the rows (beside workers)
     args: tuple[str, ...] = ()
+    workers: int | None = None  # the rows' workers, where not --threads (tf.data: AUTOTUNE, 0)
 
 
 PEERS = (
@@ -55,7 +58,7 @@ PEERS = (
         {"method": "process"},
         ("--method", "process"),
     ),
-    Peer("tf.data", "tf-data", "tf_resnet.py", {"format": "files"}),
+    Peer("tf.data", "tf-data", "tf_resnet.py", {"format": "files"}, workers=0),
 )
 
 
@@ -72,6 +75,18 @@ def rows(cases: list[Case], peer: Peer, workers: int) -> tuple[Case | None, Case
             continue
         found.setdefault(p.get("configured_as") == "as-documented", case)
     return found.get(True), found.get(False)
+
+
+def pool_folder(entries: list[Any], root: Path, into: Path) -> Path:
+    """imgbench's pool of images as a folder (class subfolders of links): the peer script reads
+    the same images as the row (the pool is a seeded sample whose sizes differ from the folder's
+    mean)."""
+    for i, entry in enumerate(entries):
+        source = Path(entry.path) if Path(entry.path).is_absolute() else root / entry.path
+        target = into / (entry.label or "class_0") / f"{i:05d}{source.suffix}"
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.symlink_to(source)
+    return into
 
 
 def run_peer(peer: Peer, root: Path, threads: int, batch: int) -> float:
@@ -118,10 +133,19 @@ def main() -> None:
     )
     table = []
     try:
-        root = manager.context().dataset.root
-        print(f"dataset {root}; cpu {os.cpu_count()} cores; pairs {args.pairs}", flush=True)
+        ctx = manager.context()
+        entries = ctx.entries()
+        pool_mp = statistics.fmean(e.width * e.height for e in entries) / 1e6
+        root = pool_folder(entries, ctx.dataset.root, Path(tempfile.mkdtemp(prefix="peers-")))
+        print(
+            f"dataset {ctx.dataset.root}: imgbench's pool {len(entries)} images, {pool_mp:.3f} "
+            f"MP mean, linked into {root} for the peers; cpu {os.cpu_count()} cores; "
+            f"pairs {args.pairs}",
+            flush=True,
+        )
         for peer in peers:
-            documented, same = rows(cases, peer, args.threads)
+            workers = args.threads if peer.workers is None else peer.workers
+            documented, same = rows(cases, peer, workers)
             if documented is None or same is None:
                 print(f"{peer.system}: no rows at {args.threads} in this profile", flush=True)
                 continue

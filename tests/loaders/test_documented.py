@@ -142,6 +142,7 @@ def test_dali_roi_windows_follow_the_recipes_area_and_aspect(photo_dir: Path) ->
 def test_dali_as_documented_first_batch_passes_the_loader_checks(photo_ctx: CaseContext) -> None:
     extra = _first_batch(photo_ctx, dali.dali_case(QUICK, 2, documented=dali.DOCUMENTED))
     assert extra["first_batch_check"] == "pass" and extra["dali_decode"] == dali.ROI_DECODE
+    assert extra["dali_iterator"] == dali.GENERIC_ITERATOR
     first = extra["first_batch"]
     assert first["shape"] == [QUICK.batch_size, 3, 224, 224] and first["dtype"] == "float32"
     assert -2.2 < first["min"] < first["max"] < 2.7
@@ -160,7 +161,7 @@ def test_dali_as_documented_names_a_truncated_and_a_zero_byte_file(
     paths = sorted(str(p) for p in root.rglob("*.jpg"))
     labels = [0 if "class_0" in p else 1 for p in paths]
     config = PipelineConfig(decoder=dali.DECODER, augment=dali.AUGMENT)
-    params = {"batch_size": 4, "workers": 2, "dali_decode": dali.ROI_DECODE}
+    params = {"batch_size": 4, "workers": 2, **dali.DOCUMENTED.params}  # generic iterator
     loader = dali.build(SamplePipeline(FileSource(paths, labels), config), params)
     try:
         with pytest.raises(LoaderError) as failed, deadline(90, "dali roi over bad files"):

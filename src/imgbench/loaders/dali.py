@@ -49,11 +49,14 @@ RECIPE = "train-classification"
 PREFETCH = 2  # DALI's default prefetch_queue_depth
 FULL_DECODE = "image"  # fn.decoders.image, then fn.random_resized_crop (the same recipe's)
 ROI_DECODE = "image-random-crop"  # fn.decoders.image_random_crop, then fn.resize (DALI's own)
-# DALI's own ResNet-50 training example builds the crop this way (create_dali_pipeline)
+RUN_ITERATOR = "run"  # pipe.run(), then the outputs copied into torch tensors
+GENERIC_ITERATOR = "generic"  # DALIGenericIterator, as DALI's PyTorch examples read a pipeline
+# DALI's own ResNet-50 training example builds the crop this way (create_dali_pipeline) and reads
+# the pipeline through DALIClassificationIterator (a DALIGenericIterator)
 DOCUMENTED = Documented(
     source="NVIDIA/DALI docs/examples/use_cases/pytorch/resnet50/main.py, create_dali_pipeline "
-    "(fn.decoders.image_random_crop + fn.resize); DALI 2.4",
-    params={"dali_decode": ROI_DECODE},
+    "(fn.decoders.image_random_crop + fn.resize) read by DALIClassificationIterator; DALI 2.4",
+    params={"dali_decode": ROI_DECODE, "dali_iterator": GENERIC_ITERATOR},
     crop_decode=ROI,
 )
 DIAGNOSIS_MAX_S = 30.0  # naming bad samples after a failure: at most this long
@@ -146,10 +149,14 @@ class DaliLoader:
         self.source_kind = str(params.get("dali_source") or READER_FILE)
         self.device = str(params.get("dali_device") or "cpu")
         self.decode = str(params.get("dali_decode") or FULL_DECODE)
+        self.iterator = str(params.get("dali_iterator") or RUN_ITERATOR)
+        if self.iterator == GENERIC_ITERATOR and self.source_kind != READER_FILE:
+            raise ValueError("DALIGenericIterator's epochs come from fn.readers.file's reader")
         self.extra: dict[str, Any] = {
             "dali_source": self.source_kind,
             "dali_device": self.device,
             "dali_decode": self.decode,
+            "dali_iterator": self.iterator,
             "dali_prefetch_queue_depth": PREFETCH,
         }
         self._pipe: Any = None
@@ -211,22 +218,45 @@ class DaliLoader:
 
     def batches(self) -> Iterator[Batch]:
         self._pipe = self._build()
-        return self._run()
+        if self.iterator == GENERIC_ITERATOR:
+            return self._named_failures(self._run_generic())
+        return self._named_failures(self._run())
+
+    def _named_failures(self, batches: Iterator[Batch]) -> Iterator[Batch]:
+        """DALI's own operator failures name every bad sample of the pool."""
+        try:
+            yield from batches
+        except LoaderError:  # the harness's deadline, raised inside a source callback
+            raise
+        except RuntimeError as exc:
+            if DALI_ERROR not in str(exc):  # a source's own error: passed on as it is
+                raise
+            raise LoaderError(self._failure(exc)) from None
 
     def _run(self) -> Iterator[Batch]:
         to_torch_tensor = self._to_torch
         while True:
-            try:
-                images, labels = self._pipe.run()
-            except LoaderError:  # the harness's deadline, raised inside a source callback
-                raise
-            except RuntimeError as exc:
-                if DALI_ERROR not in str(exc):  # a source's own error: passed on as it is
-                    raise
-                raise LoaderError(self._failure(exc)) from None
+            images, labels = self._pipe.run()
             batch = to_torch_tensor(images.as_tensor(), copy=True)
             label = to_torch_tensor(labels.as_tensor(), copy=True).reshape(-1).long()
             yield batch, label, None, None
+
+    def _run_generic(self) -> Iterator[Batch]:
+        """As DALI's ResNet-50 example reads its pipeline: ``DALIGenericIterator`` (DALI fills
+        torch tensors in place, one copy), reset at each epoch's end (``auto_reset``), the last
+        partial batch dropped."""
+        from nvidia.dali.plugin.pytorch import DALIGenericIterator, LastBatchPolicy
+
+        loader = DALIGenericIterator(
+            [self._pipe],
+            ["data", "label"],
+            reader_name="Reader",
+            last_batch_policy=LastBatchPolicy.DROP,
+            auto_reset=True,
+        )
+        while True:
+            for out in loader:
+                yield out[0]["data"], out[0]["label"].reshape(-1).long(), None, None
 
     def _failure(self, exc: BaseException) -> str:
         """DALI's error, and every sample of the pool its CPU decoder cannot read, by name."""
