@@ -14,6 +14,7 @@ import pytest
 import torch
 
 from imgbench.loaders import cases
+from imgbench.loaders.documented import documented_counts
 from imgbench.loaders.plan import LoaderPlan
 from imgbench.loaders.registry import pipeline_config
 from imgbench.measure.context import CaseContext
@@ -149,7 +150,7 @@ def test_default_profile_runs_a_small_sweep_and_the_subprocess() -> None:
         [("spdl", t, d, "") for t in plan.thread_sweep for d in decoders]
         + [("spdl-subprocess", 2, d, "") for d in decoders]
         # as SPDL's own examples build it: one task per batch (loaders/documented.py)
-        + [("spdl", t, decoders[0], "per-batch") for t in plan.thread_sweep]
+        + [("spdl", t, decoders[0], "per-batch") for t in documented_counts(plan.thread_sweep)]
     )
     assert got == want
     assert len({c.case_id for c in planned}) == len(planned)

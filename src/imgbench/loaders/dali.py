@@ -32,7 +32,13 @@ import numpy as np
 from imgbench.augment import spec
 from imgbench.augment.base import IMAGENET_MEAN, IMAGENET_STD
 from imgbench.loaders.base import Batch, LoaderError, clock
-from imgbench.loaders.documented import ROI, Documented, configuration_columns, documented_params
+from imgbench.loaders.documented import (
+    ROI,
+    Documented,
+    configuration_columns,
+    documented_counts,
+    documented_params,
+)
 from imgbench.loaders.pipeline import FILES, SamplePipeline
 
 if TYPE_CHECKING:
@@ -373,7 +379,7 @@ def plan_cases(plan: LoaderPlan) -> list[Case]:
 
 def documented_cases(plan: LoaderPlan) -> list[Case]:
     """DALI as its ResNet-50 example builds it (region-of-interest decode), over the sweep."""
-    return [dali_case(plan, t, documented=DOCUMENTED) for t in plan.thread_sweep or (1,)]
+    return [dali_case(plan, t, documented=DOCUMENTED) for t in documented_counts(plan.thread_sweep)]
 
 
 def dali_case(

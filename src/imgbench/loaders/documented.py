@@ -60,3 +60,13 @@ def configuration_columns(
 def documented_params(documented: Documented) -> dict[str, Any]:
     """The parameters an as-documented row adds to its case (so its id differs)."""
     return {PARAM: AS_DOCUMENTED, **documented.params}
+
+
+def documented_counts(sweep: tuple[int, ...]) -> tuple[int, ...]:
+    """The thread counts an as-documented row runs at: the plan's sweep up to one per core (its
+    rows past the cores read no faster here: 4 threads on 2 cores 0.94-1.0x of 2, make bench
+    2026-11-29), at least its first count."""
+    import os
+
+    cores = os.cpu_count() or 2
+    return tuple(t for t in sweep if t <= cores) or sweep[:1] or (1,)

@@ -43,7 +43,7 @@ from imgbench.loaders.base import (
     LoaderError,
     reap,
 )
-from imgbench.loaders.documented import Documented
+from imgbench.loaders.documented import Documented, documented_counts
 from imgbench.loaders.pipeline import SamplePipeline, collate_for
 
 if TYPE_CHECKING:
@@ -305,5 +305,6 @@ def documented_cases(plan: LoaderPlan) -> list[Case]:
 
     entry = get_loader("spdl")
     return [
-        loader_case(entry.library, t, plan=plan, documented=DOCUMENTED) for t in plan.thread_sweep
+        loader_case(entry.library, t, plan=plan, documented=DOCUMENTED)
+        for t in documented_counts(plan.thread_sweep)
     ]

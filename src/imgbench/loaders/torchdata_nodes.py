@@ -26,7 +26,7 @@ from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from imgbench.loaders.base import Batch, clock, reap
-from imgbench.loaders.documented import Documented
+from imgbench.loaders.documented import Documented, documented_counts
 from imgbench.loaders.pipeline import SamplePipeline, collate_for
 from imgbench.loaders.torch_dataloader import ENDLESS, pin_worker_threads
 from imgbench.unix_sockets import check_tensor_handover
@@ -241,7 +241,8 @@ def documented_cases(plan: LoaderPlan) -> list[Case]:
     from imgbench.loaders.registry import get_loader, pipeline_config
 
     entry = get_loader("torchdata-nodes")
-    runs = [("thread", t) for t in plan.thread_sweep] + [("process", plan.au_workers)]
+    runs = [("thread", t) for t in documented_counts(plan.thread_sweep)]
+    runs += [("process", plan.au_workers)]
     return [
         loader_case(
             entry.library,
