@@ -50,10 +50,11 @@ def test_ray_data_row_is_steady_state_and_leaves_no_ray_process(
     ray, single = rows.loc["ray-data"], rows.loc["torch-dataloader"]
     extra = json.loads(ray["extra_json"])
     assert extra["ray_init_s"] > 0 and extra["drained_batches"] >= 4
-    # 2 Ray tasks on 2 cores cannot beat one core by much more than 2x: a figure far above that
-    # means the rounds timed batches computed ahead (the 20,858 images/s bug)
-    assert ray["images_per_s_median"] < 3 * single["images_per_s_median"]
-    assert 0.5 < extra["steady_images_per_s"] / ray["images_per_s_median"] < 2
+    # 2 Ray tasks on 2 cores cannot beat one core by much more than 2x; the rounds that timed
+    # batches computed ahead read 40x+ (the 20,858 images/s bug). The bounds are that bug's, not a
+    # speed target: under CI's parallel tests the one-core row lost its core and read 3.3x.
+    assert ray["images_per_s_median"] < 10 * single["images_per_s_median"]
+    assert 0.25 < extra["steady_images_per_s"] / ray["images_per_s_median"] < 4
     leftovers = [
         p.name() for p in psutil.process_iter() if p.name().startswith(("ray::", "raylet"))
     ]
