@@ -6,8 +6,8 @@ makes a throw-away clone of this checkout, commits the test-only knob (``knob.BU
 one case does FRACTION more real work, and runs ``imgbench ci --measure instructions`` for
 A/A' (the base commit against itself, from two checkouts) and A/B (base against the knob commit).
 It prints, per trial: the exit code, the injected case's instruction ratio, the largest change of
-any other case, and the wall time of the whole `imgbench ci`. Runs are logged in lab/journal.md;
-the error rates they support are in docs/regression.md.
+any other case, and the wall time of the whole `imgbench ci`. Runs are logged in lab/journal.md
+on the results branch; the error rates they support are in docs/regression.md.
 """
 
 from __future__ import annotations

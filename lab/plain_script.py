@@ -22,7 +22,8 @@ Prints per configuration: imgbench's images/s (median of its runs), the plain sc
 of its runs, each the median of its rounds), the ratio of the medians and the median of the
 paired ratios (each plain run right after its imgbench run: the host's drift cancels), and the
 pool against the folder (images, mean megapixels). The manager's worker server stays up, idle,
-while a plain run runs. Noisy on a shared machine: log runs in lab/journal.md with the load.
+while a plain run runs. Noisy on a shared machine: log runs with the load in lab/journal.md on
+the results branch.
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ runs `imgbench run --profile P --env main --name repeat-I -- -k EXPR` N times (n
 each ends with its head-to-head final), then prints each run's pick, its figure and interval,
 its equivalent set, and the agreement: the pick P that the most runs agree on, and in how many
 runs the pick is P or P is in the run's equivalent set. docs/final.md quotes the figure;
-lab/journal.md logs runs.
+lab/journal.md on the results branch logs runs.
 
     .venv/bin/python lab/repeatability.py --refinal --out /tmp/repeat
 

@@ -6,7 +6,8 @@ runs the same pytest-benchmark session N times (one after another, never two at 
 per case the coefficient of variation of images/s across sessions (median and 95th percentile over
 cases), and, with --alone, runs one case of each stage by itself right after each suite session
 and compares the two: the median over sessions of (alone / inside the suite) - 1. Runs are
-logged in lab/journal.md; docs/measuring.md quotes the figures its choices rest on.
+logged in lab/journal.md on the results branch; docs/measuring.md quotes the figures its
+choices rest on.
 
 Why paired: the host drifts over minutes. Run one after another, the same Pillow case read 909,
 957 (two contexts) and a minute later 1,263 and 1,273 (the same two); with every alone session
