@@ -29,6 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
+from imgbench.controls import resolve
 from imgbench.measure.allocator import (
     ALLOCATORS,
     AllocatorUnavailableError,
@@ -37,9 +38,8 @@ from imgbench.measure.allocator import (
 )
 from imgbench.measure.manager import Manager
 from imgbench.measure.rounds import Measurement
-from imgbench.measure.settings import resolve
 from imgbench.profiles import ProfileChoice, get_profile
-from imgbench.stages import session_cases
+from imgbench.stages import planner, session_cases
 
 ROOT = Path(__file__).resolve().parents[1]
 LOOP = """
@@ -97,7 +97,7 @@ def measure_once(data: Path, name: str) -> Measurement:
         for c in session_cases("read", choice, settings)
         if c.library == "pillow" and c.variant == "open-convert" and c.params["codec"] == "jpeg"
     )
-    manager = Manager(settings, choice, str(data))
+    manager = Manager(settings, planner(choice), str(data))
     try:
         outcome = manager.measure(case)
     finally:

@@ -43,14 +43,15 @@ from typing import Any
 
 from imgbench.augment import spec
 from imgbench.augment.base import IMAGENET_MEAN, IMAGENET_STD
+from imgbench.controls import resolve
 from imgbench.measure.allocator import allocator, environment_for
 from imgbench.measure.case import Case
 from imgbench.measure.manager import Manager
 from imgbench.measure.rounds import Measurement
-from imgbench.measure.settings import Settings, parse_assignments, resolve
+from imgbench.measure.settings import Settings, parse_assignments
 from imgbench.measure.threads import THREAD_ENV_VARS
 from imgbench.profiles import ProfileChoice
-from imgbench.stages import session_cases
+from imgbench.stages import planner, session_cases
 
 ROOT = Path(__file__).resolve().parents[1]
 REFERENCE = "torch-dataloader"
@@ -377,7 +378,7 @@ def main() -> None:
     settings = resolve(profile, parse_assignments(args.set))
     cores = os.cpu_count() or 2
     configs = chosen(session_cases("loader", choice, settings, profile), args.case_ids, cores)
-    manager = Manager(settings, choice, args.dataset or profile.dataset, plans=profile.plans)
+    manager = Manager(settings, planner(choice, profile), args.dataset or profile.dataset)
     try:
         ctx = manager.context()
         entries = ctx.entries()

@@ -27,6 +27,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from imgbench.controls import resolve
 from imgbench.export.choose import choose, params_of, pipeline_of
 from imgbench.export.module import render
 from imgbench.loaders.cases import make_source, prepare_loader
@@ -35,10 +36,10 @@ from imgbench.loaders.registry import get_loader
 from imgbench.measure.case import Case, spec_case
 from imgbench.measure.manager import Manager
 from imgbench.measure.rounds import Measurement
-from imgbench.measure.settings import resolve
 from imgbench.profiles import ProfileChoice
 from imgbench.report.cli import newest_group
 from imgbench.results.store import load_results
+from imgbench.stages import planner
 
 TOLERANCE = 0.10
 _RATE = re.compile(r"^images/s: ([0-9.]+)$", re.MULTILINE)
@@ -113,7 +114,7 @@ def main() -> None:
     profile = ProfileChoice(args.profile)
     settings = resolve(profile.resolve(), {"allocator": allocator, "worker_imports": "selected"})
     dataset = args.dataset or str(row["dataset_name"])
-    manager = Manager(settings, profile, dataset)
+    manager = Manager(settings, planner(profile), dataset)
     imgbench_rates: list[float] = []
     module_rates: list[float] = []
     try:
@@ -130,7 +131,7 @@ def main() -> None:
                     # process instead of a worker of the preloaded server
                     manager.close()
                     settings = replace(settings, process_model="in-process")
-                    manager = Manager(settings, profile, dataset)
+                    manager = Manager(settings, planner(profile), dataset)
                     print("  (the profile does not plan the case: timed in this process)")
                     outcome = manager.measure(case)
                 if not isinstance(outcome, Measurement):

@@ -134,6 +134,6 @@ if ! ls "$OUT"/results/*.parquet >/dev/null 2>&1; then
 fi
 
 # 3. the summary
-"$PY" -m imgbench.gpu.summary "$OUT/results" | tee "$OUT/summary.txt" || true
+"$PY" -m imgbench.answer.gpu_summary "$OUT/results" | tee "$OUT/summary.txt" || true
 nvidia-smi --query-gpu=name,memory.used,utilization.gpu --format=csv || true
 date -u

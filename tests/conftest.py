@@ -16,7 +16,7 @@ from PIL import Image
 # rich reads the width when a console is made: the same in an xdist worker and a terminal
 os.environ.setdefault("COLUMNS", "200")
 
-from imgbench.measure.settings import SETTINGS_ENV, WORKER_IMPORTS_ENV
+from imgbench.controls import SETTINGS_ENV, WORKER_IMPORTS_ENV
 from imgbench.objectstore.server import (
     ENDPOINT_ENV,
     S3Server,

@@ -204,8 +204,8 @@ def test_default_adds_an_hdd_session_and_the_real_disk_pass_of_the_same_sample()
 
 
 def test_disk_sessions_read_cold_on_a_small_sample_with_the_disk_in_case_ids() -> None:
+    from imgbench.controls import resolve
     from imgbench.loaders.plan import LoaderPlan
-    from imgbench.measure.settings import resolve
     from imgbench.profiles import ProfileChoice
     from imgbench.stages import session_cases
 

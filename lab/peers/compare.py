@@ -26,13 +26,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from imgbench.controls import resolve
 from imgbench.library import wrong_environment
 from imgbench.measure.case import Case
 from imgbench.measure.manager import Manager
 from imgbench.measure.rounds import Measurement
-from imgbench.measure.settings import parse_assignments, resolve
+from imgbench.measure.settings import parse_assignments
 from imgbench.profiles import ProfileChoice
-from imgbench.stages import session_cases
+from imgbench.stages import planner, session_cases
 
 HERE = Path(__file__).resolve().parent
 
@@ -120,7 +121,7 @@ def main() -> None:
     settings = resolve(profile, parse_assignments(args.set))
     cases = session_cases("loader", choice, settings, profile)
     peers = [p for p in PEERS if args.systems is None or p.system in args.systems]
-    manager = Manager(settings, choice, args.dataset or profile.dataset, plans=profile.plans)
+    manager = Manager(settings, planner(choice, profile), args.dataset or profile.dataset)
     reference = next(
         (
             c

@@ -35,10 +35,10 @@ _attr = load_attr
 # Sub-commands live with their part; each stage's `imgbench verify NAME` comes from its entry in
 # imgbench.stages.
 _SUBCOMMANDS: list[tuple[str, typer.Typer, str]] = [
-    ("dataset", app, "imgbench.datasets.cli:dataset_app"),
+    ("dataset", app, "imgbench.commands.dataset:dataset_app"),
     ("compare", app, "imgbench.compare.cli:compare_command"),
     ("ci", app, "imgbench.compare.cli:ci_command"),
-    ("advise", app, "imgbench.loaders.advise:advise_command"),
+    ("advise", app, "imgbench.answer.advise:advise_command"),
     ("report", app, "imgbench.report.cli:report_command"),
     ("profile", app, "imgbench.profiling.cli:profile_command"),
     ("export", app, "imgbench.export.cli:export_command"),

@@ -1,7 +1,7 @@
 """Benchmark profiles: how much of each stage runs, on which dataset, with how many rounds.
 
 ``quick`` is this project's CI (every stage thinned, a few minutes on 2 cores), ``default`` is
-``make bench`` (under 20 minutes on 2 cores), ``full`` is everything. A profile owns one plan per
+``make bench`` (23-27 minutes on 2 Zen 4 cores, about 40 on 2 Zen 3 ones), ``full`` is everything. A profile owns one plan per
 stage (``imgbench.plan``); nothing else looks at a profile's name, so a profile declared only in
 ``pyproject.toml`` runs with no code change::
 
@@ -191,7 +191,7 @@ _DISK_PLANS: dict[str, dict[str, Any]] = {
 
 _DEFAULT = Profile(
     name="default",
-    description="make bench: the default matrix, under 20 minutes on 2 cores",
+    description="make bench: the default matrix, 23-27 minutes on 2 Zen 4 cores",
     dataset="synthetic-imagenet-like",
     rounds=10,  # the fewest that let a single-file compare name one slowed case of ~450 (regression.md)
     # one warm-up round (pyperf's default) and half the host gate's per-case budget: 75-80 s of a
@@ -229,8 +229,7 @@ _DEFAULT = Profile(
             "task_pipelines_at_cores": [],
         },
     },
-    # what keeps make bench under 25 minutes on 2 cores (docs/measuring.md has the per-stage
-    # times): JPEG read every way, PNG and WebP from memory; the transforms people use most;
+    # what keeps make bench at 23-27 minutes on 2 Zen 4 cores (about 40 on Zen 3): JPEG read every way, PNG and WebP from memory; the transforms people use most;
     # format reads of stored bytes (decoding them is the readers' figure); the DataLoader's
     # worker sweep without the start-method and knob variants. `full` has the rest.
     plans={

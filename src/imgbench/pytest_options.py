@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from imgbench.controls import resolve
 from imgbench.measure.allocator import ALLOCATORS
 from imgbench.measure.layout import LAYOUTS
 from imgbench.measure.settings import (
@@ -19,7 +20,6 @@ from imgbench.measure.settings import (
     WORKER_IMPORTS,
     Settings,
     parse_assignments,
-    resolve,
 )
 from imgbench.profiles import Profile
 from imgbench.storage.profiles import PROFILES

@@ -28,14 +28,13 @@ from imgbench.measure.case import Case
 from imgbench.measure.manager import Failed, Manager, Skipped
 from imgbench.measure.rounds import Measurement
 from imgbench.measure.rows import RunHeader, case_listing, case_row, new_run_id, summary_lines
-from imgbench.measure.server import profile_imports
 from imgbench.measure.settings import Settings, SettingsError
 from imgbench.paths import looks_like_path
 from imgbench.profiles import Profile, ProfileChoice, ProfileError
 from imgbench.pytest_options import add_options, settings_from
 from imgbench.results.location import ResultsLocation, ResultsLocationError, results_location
 from imgbench.results.store import rows_table
-from imgbench.stages import STAGES, session_cases
+from imgbench.stages import STAGES, planner, profile_imports, worker_preload
 from imgbench.storage.disk import DiskUnavailableError
 from imgbench.storage.records import cleanup_leftovers
 from imgbench.storage.session import DiskSession
@@ -115,7 +114,7 @@ def pytest_configure(config: pytest.Config) -> None:
     save_name = config.getoption("benchmark_save", None)
     run_id = new_run_id(save_name)
     config.stash[STATE_KEY] = SessionState(
-        manager=Manager(settings, choice, spec or profile.dataset, plans=profile.plans),
+        manager=Manager(settings, planner(choice, profile), spec or profile.dataset),
         profile=profile,
         results=results,
         run=RunHeader(run_id, save_name, os.environ.get(RUN_GROUP_ENV) or run_id),
@@ -158,7 +157,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     # A session runs its own environment's cases; the others are counted, not written as skipped
     # rows (their environment's session measures them), unless no session will (unmeasured_reason)
     kept = []
-    for case in session_cases(stage, state.manager.profile, state.settings):
+    for case in state.manager.planner.cases(stage, state.settings):
         if case.environment == state.environment:
             kept.append(case)
         elif reason := unmeasured_reason(
@@ -292,7 +291,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
             listing.append(case_listing(item.nodeid, case))
     if state.settings.worker_imports == "profile":
         required.update(profile_imports(state.profile, state.environment))
-    state.manager.preload = tuple(sorted(required))
+    state.manager.preload = worker_preload(required)
     out = session.config.getoption("imgbench_list_cases", None)
     if out:
         from imgbench.atomic import atomic_file

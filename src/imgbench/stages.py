@@ -8,9 +8,10 @@ dashboard shows one page per stage. Adding a stage is one entry here plus the fi
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from imgbench.attrs import load_attr
 from imgbench.augment.plan import AugmentPlan
@@ -46,6 +47,16 @@ class Stage:
     # measured in a fresh worker process per case (imgbench.measure.server) when the profile's
     # process model is "worker"; False: in the session's process
     worker: bool = True
+    # the stage's facts the engine acts on, stamped on each of its cases (``Case.disk``,
+    # ``Case.task``, ``Case.screen``, ``Case.uncountable``): what its rounds read from disk
+    # (a case of a built format reads the session's store), the task its rows name, whether its
+    # rounds are a screen's (``loader_rounds``), why callgrind cannot count it
+    disk: Literal["none", "dataset", "store"] = "none"
+    task: str | None = None
+    screen: bool = False
+    uncountable: str | None = None
+    # modules the worker server imports before it forks, besides the cases' requirements
+    preload: tuple[str, ...] = ()
 
     def specs(self) -> tuple[LibrarySpec, ...]:
         """Every entry: the built-in ones, then those of the ``imgbench.<name>`` entry points."""
@@ -82,6 +93,8 @@ STAGES: tuple[Stage, ...] = (
         page="views/readers.py",
         icon=":material/image:",
         extra_datasets=True,
+        disk="dataset",
+        preload=("imgbench.readers.cases", "imgbench.readers.verify"),
     ),
     Stage(
         name="augment",
@@ -97,6 +110,8 @@ STAGES: tuple[Stage, ...] = (
         docs="docs/augment.md",
         page="views/augment.py",
         icon=":material/auto_fix_high:",
+        task="classification",
+        preload=("imgbench.augment.cases", "imgbench.augment.verify"),
     ),
     Stage(
         name="format",
@@ -112,6 +127,8 @@ STAGES: tuple[Stage, ...] = (
         docs="docs/formats.md",
         page="views/formats.py",
         icon=":material/storage:",
+        disk="store",
+        preload=("imgbench.formats.cases",),
     ),
     Stage(
         name="loader",
@@ -131,6 +148,10 @@ STAGES: tuple[Stage, ...] = (
         # measured in a fresh fork of the worker server like every stage: the DataLoader's own
         # workers (and Ray's) are that fork's children, and die with its process group
         worker=True,
+        disk="dataset",
+        task="classification",
+        screen=True,
+        uncountable="loaders run worker processes and threads: wall time only",
     ),
 )
 
@@ -143,8 +164,86 @@ def get_stage(name: str) -> Stage:
 
 
 def stage_cases(name: str, profile: Profile) -> list[Case]:
-    """The cases a profile runs of one stage."""
-    return get_stage(name).case_builder()(profile)
+    """The cases a profile runs of one stage, each stamped with its stage's facts."""
+    stage = get_stage(name)
+    return [stamped(stage, case) for case in stage.case_builder()(profile)]
+
+
+def stamped(stage: Stage, case: Case) -> Case:
+    """``case`` with what the engine needs to know of its stage (``Case.disk`` and the rest):
+    an S3 case reads no disk here (its data sits behind the server), a case of a built format
+    reads the session's store."""
+    disk = stage.disk
+    if "s3" in (case.columns.get("storage"), case.params.get("storage")):
+        disk = "none"
+    elif disk != "none" and case.params.get("format") not in (None, "files"):
+        disk = "store"
+    return replace(
+        case,
+        disk=disk,
+        task=stage.task,
+        screen=stage.screen,
+        uncountable=stage.uncountable,
+        in_worker=stage.worker,
+    )
+
+
+# imported by the worker server before any fork: the registry and each stage's case machinery
+# (the heap a case forks with is part of its speed: docs/measuring.md)
+WORKER_PRELOAD: tuple[str, ...] = (
+    "imgbench.stages",
+    *(module for stage in STAGES for module in stage.preload),
+)
+
+
+def profile_imports(profile: Profile, environment: str) -> tuple[str, ...]:
+    """What every case of ``profile`` in ``environment`` requires, across all stages, whatever
+    this session selected.
+
+    The server's import set is part of the heap a case is forked with, and the heap layout
+    decides the speed of a decode: with the imports of one reader case alone, Pillow read the
+    quick set at about 1,000 images/s, and inside the whole suite at about 1,250
+    (docs/measuring.md, "One process is one layout"). The same profile imports the same set, so
+    a case run by itself forks from the same server as inside the suite.
+    """
+    modules: set[str] = set()
+    for stage in STAGES:
+        with contextlib.suppress(Exception):  # a stage that cannot plan here imports nothing
+            for case in stage_cases(stage.name, profile):
+                if case.environment == environment:
+                    modules.update(case.requires)
+    return tuple(sorted(modules))
+
+
+def worker_preload(required: Iterable[str]) -> tuple[str, ...]:
+    """The worker server's imports, in order: the registry's, then ``required`` sorted."""
+    return (*WORKER_PRELOAD, *sorted(set(required) - set(WORKER_PRELOAD)))
+
+
+@dataclass(frozen=True)
+class Planner:
+    """One session's case planner (``imgbench.measure.planner.Planner``): the chosen profile,
+    resolved once, and the choice that names its variant. The manager hands it to every worker
+    fork in the job, which plans its case again from it without reading pyproject.toml."""
+
+    choice: ProfileChoice
+    profile: Profile
+
+    @property
+    def plans(self) -> Mapping[str, StagePlan]:
+        return self.profile.plans
+
+    @property
+    def allocator_session(self) -> bool:
+        return self.choice.allocator_session
+
+    def cases(self, stage: str, settings: Settings) -> list[Case]:
+        return session_cases(stage, self.choice, settings, self.profile)
+
+
+def planner(choice: ProfileChoice, profile: Profile | None = None) -> Planner:
+    """The session's planner (``profile``: ``choice`` resolved, when the caller has it)."""
+    return Planner(choice, profile or choice.resolve())
 
 
 def session_cases(

@@ -73,7 +73,7 @@ def test_a_feed_that_keeps_a_gpu_busy_is_not_waited_for() -> None:
 
 
 def test_the_best_feed_is_the_one_that_fed_the_step_fastest() -> None:
-    """As on the H100 (lab/device/2026-11-27-h100): a pageable uint8 feed copied fastest alone but
+    """As on the H100 (the results branch, lab/device/2026-11-27-h100; its rows in tests/answer/data/): a pageable uint8 feed copied fastest alone but
     fed the step less than the side-stream prefetcher; the step's own AU decides "waiting"."""
     verdict = gpu_verdict(
         _frame(
@@ -119,7 +119,7 @@ def test_the_report_asks_is_the_gpu_waiting_first() -> None:
 
 
 def test_the_summary_line_quotes_each_figure_beside_its_own_row() -> None:
-    """The H100 run's recorded rows (lab/device/2026-11-27-h100: its step row and its feeds'):
+    """The H100 run's recorded rows (tests/answer/data/h100-gpu-rows.csv, from the results branch's lab/device/2026-11-27-h100: its step row and its feeds'):
     the line named `feed-uint8-prefetcher+copy` with the stepped row's 3,860 images/s and AU 97%,
     where that copy row measured 2,752. Each figure is now beside the row that measured it."""
     import pandas as pd

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from imgbench.answer import answers, task_answers
+from imgbench.answer.advise import advise
 from imgbench.answer.tasks import loader_key
-from imgbench.loaders.advise import advise
 from imgbench.report.document import build_report
 from imgbench.report.markdown import render_markdown
 from imgbench.results.store import LoadedResults

@@ -9,13 +9,13 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from imgbench.controls import resolve
 from imgbench.measure.manager import Manager
 from imgbench.measure.rounds import Measurement
 from imgbench.measure.rows import RunHeader, case_listing, case_row
-from imgbench.measure.settings import resolve
 from imgbench.profiles import ProfileChoice
 from imgbench.results.store import rows_table
-from imgbench.stages import session_cases
+from imgbench.stages import planner, session_cases
 from tests.shared_runs import SessionRun
 
 
@@ -35,7 +35,7 @@ def batch_row(tiny_dataset: Path) -> pd.DataFrame:
         if all(k in c.test_id for k in keywords)
     ]
     assert any(c.params.get("batch_size") == 32 for c in cases), [c.test_id for c in cases]
-    manager = Manager(settings, choice, str(tiny_dataset))
+    manager = Manager(settings, planner(choice), str(tiny_dataset))
     try:
         outcomes = [(case, manager.measure(case)) for case in cases]
         dataset = manager.context().dataset

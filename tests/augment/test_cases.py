@@ -10,6 +10,7 @@ import pytest
 from imgbench.augment import spec
 from imgbench.augment.cases import augment_cases, prepare
 from imgbench.augment.plan import AugmentPlan
+from imgbench.controls import case_context
 from imgbench.measure.case import Workload
 from imgbench.measure.context import CaseContext
 from imgbench.profiles import get_profile
@@ -70,7 +71,7 @@ def ctx(tiny_dataset: Path) -> CaseContext:
     from imgbench import datasets
 
     quick = get_profile("quick")
-    return CaseContext.of(
+    return case_context(
         datasets.load_dataset(str(tiny_dataset)),
         quick,
         max_images=quick.plan(AugmentPlan).max_images,
@@ -128,6 +129,6 @@ def test_a_time_budget_cuts_timed_inputs_but_never_a_counted_pass(tiny_dataset: 
     dataset = datasets.load_dataset(str(tiny_dataset))
     sizes = {}
     for measure in ("wall", "instructions"):
-        ctx = CaseContext.of(dataset, starved, max_images=8, measure=measure)
+        ctx = case_context(dataset, starved, max_images=8, measure=measure)
         sizes[measure] = prepare(ctx, case).images_per_round
     assert sizes == {"wall": 1, "instructions": len(ctx.entries())}

@@ -12,6 +12,7 @@ from imgbench.augment.cases import prepare
 from imgbench.augment.outputs import FAIL_FACTOR, REFERENCE_IMAGES
 from imgbench.augment.plan import AugmentPlan
 from imgbench.augment.registry import get_library
+from imgbench.controls import case_context
 from imgbench.measure.case import Case, Workload, spec_case
 from imgbench.measure.context import CaseContext
 from imgbench.measure.errors import CaseFailed
@@ -24,7 +25,7 @@ def ctx(tiny_dataset: Path) -> CaseContext:
     from imgbench import datasets
 
     profile = get_profile("quick")
-    return CaseContext.of(
+    return case_context(
         datasets.load_dataset(str(tiny_dataset)),
         profile,
         max_images=profile.plan(AugmentPlan).max_images,

@@ -14,6 +14,7 @@ from imgbench.augment.cases import _prepare_task, augment_cases
 from imgbench.augment.plan import AugmentPlan
 from imgbench.augment.registry import get_library
 from imgbench.augment.task_cases import check_output, verify_pairs, verify_task
+from imgbench.controls import case_context
 from imgbench.datasets.pairs_synth import generate_pairs
 from imgbench.measure.case import Case
 from imgbench.measure.context import CaseContext
@@ -161,7 +162,7 @@ def _ctx(root: Path) -> CaseContext:
     from imgbench import datasets
 
     full = get_profile("full")
-    return CaseContext.of(datasets.load_dataset(str(root)), full, max_images=4)
+    return case_context(datasets.load_dataset(str(root)), full, max_images=4)
 
 
 def _task_case(key: str, **params: object) -> Case:

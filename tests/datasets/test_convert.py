@@ -15,10 +15,10 @@ import pytest
 from typer.testing import CliRunner
 
 from imgbench.cli import app
-from imgbench.datasets.convert import convert
 from imgbench.datasets.scan import scan
 from imgbench.datasets.synth import generate
 from imgbench.formats.base import FormatError, open_format
+from imgbench.formats.convert import convert
 from imgbench.formats.registry import formats, get_format
 from imgbench.formats.roundtrip import round_trip
 
@@ -83,7 +83,7 @@ def test_killed_conversion_leaves_nothing_that_opens(source: Path, tmp_path: Pat
         import sys
         from pathlib import Path
         sys.path.insert(0, {str(REPO)!r})
-        from imgbench.datasets.convert import convert
+        from imgbench.formats.convert import convert
         from tests.formats.slow_format import SPEC
         convert(Path(sys.argv[1]), SPEC, Path(sys.argv[2]), workers=1, progress=False)
         """

@@ -41,7 +41,7 @@ CHILD = textwrap.dedent(
     """
     import importlib, json, os, sys, traceback
     from pathlib import Path
-    from imgbench.datasets.convert import convert
+    from imgbench.formats.convert import convert
     from imgbench.formats.registry import get_format
 
     def peak_mib():

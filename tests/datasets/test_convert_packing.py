@@ -13,10 +13,10 @@ from PIL import Image
 from typer.testing import CliRunner
 
 from imgbench.cli import app
-from imgbench.datasets.convert import convert
 from imgbench.datasets.synth import generate
 from imgbench.envs import env_dir
 from imgbench.formats.base import FormatError, Packing, open_format, read_keys
+from imgbench.formats.convert import convert
 from imgbench.formats.registry import get_format
 from imgbench.paths import repo_root
 

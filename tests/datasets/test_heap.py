@@ -57,7 +57,7 @@ def test_pinned_threshold_returns_freed_payload_buffers() -> None:
 
 
 def test_convert_pins_the_threshold(monkeypatch, tmp_path: Path) -> None:
-    import imgbench.datasets.convert as convert_module
+    import imgbench.formats.convert as convert_module
 
     calls = []
     monkeypatch.setattr(convert_module, "pin_mmap_threshold", lambda: calls.append(1) or True)

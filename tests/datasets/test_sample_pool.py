@@ -13,17 +13,16 @@ from pathlib import Path
 
 import pytest
 
+from imgbench.controls import case_context, resolve
 from imgbench.datasets import Dataset, ImageEntry, load_dataset
 from imgbench.datasets.sample_pool import TOLERANCE, draw, order_populations
 from imgbench.formats.session import target_path
-from imgbench.measure.context import CaseContext
 from imgbench.measure.manager import Manager
 from imgbench.measure.rounds import Measurement
 from imgbench.measure.rows import RunHeader, case_listing, case_row, summary_lines
-from imgbench.measure.settings import resolve
 from imgbench.profiles import ProfileChoice, get_profile
 from imgbench.results.store import rows_table
-from imgbench.stages import session_cases
+from imgbench.stages import planner, session_cases
 from tests.conftest import write_photo_like
 
 QUICK = get_profile("quick")
@@ -62,7 +61,7 @@ def test_the_sample_has_the_datasets_means_where_the_first_files_do_not(
 ) -> None:
     dataset = load_dataset(str(request.getfixturevalue(folder)), progress=False)
     everything = dataset.manifest.entries
-    ctx = CaseContext.of(dataset, QUICK, max_images=8)
+    ctx = case_context(dataset, QUICK, max_images=8)
     sample = ctx.sample()
     entries = ctx.entries()
     assert entries == list(sample.entries) and len(entries) >= 8
@@ -82,8 +81,8 @@ def test_the_same_sample_in_every_context_and_process(by_class: Path) -> None:
     """Worker forks and spawned processes re-plan a case and draw its sample again: the same
     images in the same order (string hashing randomised differently in the child)."""
     dataset = load_dataset(str(by_class), progress=False)
-    first = CaseContext.of(dataset, QUICK, max_images=8).sample()
-    second = CaseContext.of(load_dataset(str(by_class), progress=False), QUICK, max_images=8)
+    first = case_context(dataset, QUICK, max_images=8).sample()
+    second = case_context(load_dataset(str(by_class), progress=False), QUICK, max_images=8)
     assert second.entries() == list(first.entries)
     assert second.sample().identity == first.identity
     code = (
@@ -110,13 +109,13 @@ def test_the_same_sample_in_every_context_and_process(by_class: Path) -> None:
     finally:
         second.close()
     # another seed is another sample, recorded as such
-    other = CaseContext.of(dataset, QUICK, max_images=8, sample_seed=7).sample()
+    other = case_context(dataset, QUICK, max_images=8, sample_seed=7).sample()
     assert other.seed == 7 and other.identity != first.identity
 
 
 def test_a_codec_filtered_sample_is_drawn_from_that_codecs_images(tiny_dataset: Path) -> None:
     dataset = load_dataset(str(tiny_dataset), progress=False)
-    ctx = CaseContext.of(dataset, QUICK, max_images=4)
+    ctx = case_context(dataset, QUICK, max_images=4)
     jpegs = [e for e in dataset.manifest.entries if e.codec == "jpeg"]
     sample = ctx.sample("jpeg")
     assert {e.codec for e in sample.entries} == {"jpeg"} and sample.population == len(jpegs)
@@ -173,7 +172,7 @@ def test_a_measured_row_records_the_sample_and_the_dataset(by_class: Path) -> No
         if (c.library, c.params.get("codec"), c.params.get("mode")) == ("pillow", "jpeg", "memory")
         and c.threads == 1
     )
-    manager = Manager(settings, choice, str(by_class))
+    manager = Manager(settings, planner(choice), str(by_class))
     try:
         outcome = manager.measure(case)
         assert isinstance(outcome, Measurement), outcome

@@ -16,6 +16,7 @@ import pytest
 
 import imgbench.formats.registry as registry
 import imgbench.formats.session as session
+from imgbench.controls import case_context
 from imgbench.datasets.manifest import Manifest
 from imgbench.formats.base import MARKER, META_DIR, FormatSpec, build_format, fixed_array
 from imgbench.formats.cases import _prepare_read, _prepare_write
@@ -37,7 +38,7 @@ def ctx(photo_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Ite
 
     monkeypatch.setenv("IMGBENCH_FORMATS_DIR", str(tmp_path))
     monkeypatch.setattr(registry, "FORMATS", (*registry.FORMATS, BROKEN, WRONG_LABELS))
-    context = CaseContext.of(load_dataset(str(photo_dir)), get_profile("quick"), max_images=64)
+    context = case_context(load_dataset(str(photo_dir)), get_profile("quick"), max_images=64)
     yield context
     context.close()
 

@@ -357,7 +357,7 @@ def _row(variant: str, rate: float, **extra: Any) -> dict[str, Any]:
 def test_the_summary_names_each_figure_the_device_check_reports() -> None:
     import pandas as pd
 
-    from imgbench.gpu.summary import summarise
+    from imgbench.answer.gpu_summary import summarise
 
     frame = pd.DataFrame(
         [

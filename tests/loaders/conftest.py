@@ -13,6 +13,7 @@ from typing import Any
 import pandas as pd
 import pytest
 
+from imgbench.controls import case_context
 from imgbench.measure.context import CaseContext
 from imgbench.profiles import get_profile
 from tests.shared_runs import write_photos
@@ -27,7 +28,7 @@ def photo_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def make_context(root: Path, profile: str = "quick", max_images: int = 16) -> CaseContext:
     from imgbench.datasets import load_dataset
 
-    return CaseContext.of(load_dataset(str(root)), get_profile(profile), max_images=max_images)
+    return case_context(load_dataset(str(root)), get_profile(profile), max_images=max_images)
 
 
 @pytest.fixture

@@ -12,8 +12,8 @@ import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
+from imgbench.answer.advise import spread
 from imgbench.cli import app
-from imgbench.loaders.advise import spread
 from imgbench.machine import machine_info
 from imgbench.measure.allocator import Allocator, AllocatorUnavailableError
 from imgbench.results.schema import empty_row

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from imgbench.controls import case_context
 from imgbench.datasets import load_dataset
 from imgbench.datasets.synth import generate
 from imgbench.loaders.cold import cold_cache
 from imgbench.loaders.pipeline import FileSource
 from imgbench.measure.cache import resident_fraction, warm
-from imgbench.measure.context import CaseContext
 from imgbench.profiles import get_profile
 
 
@@ -21,8 +21,8 @@ def test_cold_rounds_evict_the_pool_on_the_real_disk(tmp_path: Path) -> None:
     assert paths
     source = FileSource([str(p) for p in paths], [0] * len(paths))
     default = get_profile("default")
-    assert cold_cache(CaseContext.of(dataset, default), source, False) is None  # warm as before
-    ctx = CaseContext.of(dataset, default.in_disk_session("none"))
+    assert cold_cache(case_context(dataset, default), source, False) is None  # warm as before
+    ctx = case_context(dataset, default.in_disk_session("none"))
     assert ctx.settings.disk_profile == "none"
     assert cold_cache(ctx, source, own_format=True) is None  # a store the loader builds itself
     cache = cold_cache(ctx, source, False)

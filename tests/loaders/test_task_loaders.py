@@ -16,6 +16,7 @@ import torch
 from PIL import Image
 
 from imgbench.augment.tasks import N_CLASSES
+from imgbench.controls import resolve
 from imgbench.datasets.pairs_synth import generate_pairs
 from imgbench.loaders import cases
 from imgbench.loaders.base import Batch, LoaderError
@@ -25,8 +26,8 @@ from imgbench.loaders.registry import pipeline_config
 from imgbench.measure.case import Case
 from imgbench.measure.manager import Manager, Outcome
 from imgbench.measure.rounds import Measurement
-from imgbench.measure.settings import resolve
 from imgbench.profiles import ProfileChoice, get_profile
+from imgbench.stages import planner
 from tests.loaders.conftest import make_context
 
 
@@ -63,7 +64,7 @@ def _session(tmp: Path, dataset: Path) -> Iterator[Manager]:
             choice.resolve(),
             {"min_case_s": 0.0, "min_round_s": 0.0, "process_model": "in-process"},
         )
-        manager = Manager(settings, choice, str(dataset))
+        manager = Manager(settings, planner(choice), str(dataset))
         try:
             yield manager
         finally:

@@ -12,12 +12,12 @@ from typing import Any
 
 import pytest
 
+from imgbench.controls import resolve
 from imgbench.measure import server
 from imgbench.measure.case import Case
 from imgbench.measure.manager import Manager, Outcome
-from imgbench.measure.settings import resolve
 from imgbench.profiles import ProfileChoice
-from imgbench.stages import session_cases
+from imgbench.stages import planner, session_cases
 from tests.conftest import installed_package
 
 PROBE = '''
@@ -154,7 +154,7 @@ def engine(tiny_dataset: Path) -> Iterator[Engine]:
         settings = resolve(choice.resolve(), overrides)
         cases = [c for c in session_cases(stage, choice, settings) if keep(c)]
         assert cases, f"no {stage} case of {profile} selected"
-        manager = Manager(settings, choice, str(tiny_dataset))
+        manager = Manager(settings, planner(choice), str(tiny_dataset))
         managers.append(manager)
         return [(case, manager.measure(case)) for case in cases]
 

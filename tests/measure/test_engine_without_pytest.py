@@ -29,13 +29,13 @@ def test_measuring_a_case_loads_neither_pytest_nor_typer(tiny_dataset: Path) -> 
 import sys
 from imgbench.measure.manager import Manager
 from imgbench.measure.rounds import Measurement
-from imgbench.measure.settings import resolve
+from imgbench.controls import resolve
 from imgbench.profiles import ProfileChoice
-from imgbench.stages import session_cases
+from imgbench.stages import session_cases, planner
 choice = ProfileChoice("quick")
 settings = resolve(choice.resolve(), {{"process_model": "in-process", "rounds": 2}})
 case = next(c for c in session_cases("read", choice, settings) if c.library == "pillow")
-manager = Manager(settings, choice, {str(tiny_dataset)!r})
+manager = Manager(settings, planner(choice), {str(tiny_dataset)!r})
 try:
     outcome = manager.measure(case)
 finally:

@@ -15,11 +15,12 @@ from imgbench.measure.server import CUDA_AT_IMPORT, fork_safe, preload_modules
 
 PROBE = """
 import json, sys
-from imgbench.measure.server import CUDA_AT_IMPORT, preload_imports, profile_imports
+from imgbench.measure.server import CUDA_AT_IMPORT, preload_imports
 from imgbench.profiles import get_profile
+from imgbench.stages import profile_imports, worker_preload
 
 required = profile_imports(get_profile("default"), "main")
-preload_imports(required)
+preload_imports(worker_preload(required))
 starts_cuda = sorted(
     m for m in sys.modules if any(m == c or m.startswith(c + ".") for c in CUDA_AT_IMPORT)
 )

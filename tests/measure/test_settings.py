@@ -7,18 +7,12 @@ from pathlib import Path
 
 import pytest
 
+from imgbench.controls import SETTINGS_ENV, WORKER_IMPORTS_ENV, case_context, resolve
 from imgbench.measure.rows import settings_columns
-from imgbench.measure.settings import (
-    FIELDS,
-    SETTINGS_ENV,
-    WORKER_IMPORTS_ENV,
-    Settings,
-    SettingsError,
-    parse_assignments,
-    resolve,
-)
+from imgbench.measure.settings import FIELDS, Settings, SettingsError, parse_assignments
 from imgbench.profiles import get_profile
 from imgbench.results.schema import COLUMNS, DESCRIPTIONS
+from imgbench.stages import stage_cases
 
 QUICK = get_profile("quick")
 
@@ -46,12 +40,14 @@ def test_rounds_chosen_for_a_session_are_the_loaders_rounds_too() -> None:
     """The default profile screens loaders with 5 rounds; ``--imgbench-rounds 3`` (or
     ``$IMGBENCH_SETTINGS``) must time them 3, not 5, unless ``loader_rounds`` is chosen too."""
     default = get_profile("default")
-    assert resolve(default, environ={}).for_stage("loader").rounds == 5
-    assert resolve(default, {"rounds": 3}, environ={}).for_stage("loader").rounds == 3
+    loader, read = stage_cases("loader", default)[0], stage_cases("read", default)[0]
+    assert loader.screen and not read.screen  # the registry stamps the stage's fact
+    assert resolve(default, environ={}).for_case(loader).rounds == 5
+    assert resolve(default, {"rounds": 3}, environ={}).for_case(loader).rounds == 3
     from_env = resolve(default, environ={SETTINGS_ENV: "rounds=2"})
-    assert from_env.for_stage("loader").rounds == 2
+    assert from_env.for_case(loader).rounds == 2
     both = resolve(default, {"rounds": 3, "loader_rounds": 4}, environ={})
-    assert both.for_stage("loader").rounds == 4 and both.for_stage("read").rounds == 3
+    assert both.for_case(loader).rounds == 4 and both.for_case(read).rounds == 3
 
 
 def test_counting_instructions_runs_one_process_importing_what_it_selected() -> None:
@@ -97,7 +93,6 @@ def test_the_augment_budget_sees_the_sessions_rounds(tiny_dataset: Path) -> None
     from imgbench import datasets
     from imgbench.augment.cases import augment_cases, prepare
     from imgbench.augment.plan import AugmentPlan
-    from imgbench.measure.context import CaseContext
 
     plan = dataclasses.replace(QUICK.plan(AugmentPlan), budget_s=2.0)
     profile = dataclasses.replace(QUICK, plans={**QUICK.plans, "augment": plan})
@@ -108,10 +103,10 @@ def test_the_augment_budget_sees_the_sessions_rounds(tiny_dataset: Path) -> None
         and c.params.get("transform") == "hflip"
     )
     dataset = datasets.load_dataset(str(tiny_dataset))
-    few = prepare(CaseContext.of(dataset, profile, rounds=1, max_images=8), case)
-    many = prepare(CaseContext.of(dataset, profile, rounds=10**9, max_images=8), case)
+    few = prepare(case_context(dataset, profile, rounds=1, max_images=8), case)
+    many = prepare(case_context(dataset, profile, rounds=10**9, max_images=8), case)
     # the sample of 8 (all 10 images: no 8 of them have the folder's mean size)
-    pool = len(CaseContext.of(dataset, profile, max_images=8).entries())
+    pool = len(case_context(dataset, profile, max_images=8).entries())
     assert few.images_per_round == pool and many.images_per_round == 1
     assert many.extra["items_cut_from"] == pool
 

@@ -17,11 +17,11 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from imgbench.controls import WORKER_IMPORTS_ENV
 from imgbench.measure.allocator import GLIBC_TUNED, AllocatorUnavailableError, allocator
 from imgbench.measure.layout import ADDR_NO_RANDOMIZE
 from imgbench.measure.manager import Failed, Skipped
 from imgbench.measure.rounds import Measurement
-from imgbench.measure.settings import WORKER_IMPORTS_ENV
 from tests.measure.conftest import Measure, seen_by_probe
 from tests.measure.test_layout import layout_can_be_fixed
 

@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from imgbench.controls import WORKER_IMPORTS_ENV
 from imgbench.measure.rounds import Measurement, pool
 from imgbench.measure.server import (
     JobInbox,
@@ -21,9 +22,10 @@ from imgbench.measure.server import (
     WorkerServer,
     _write_message,
 )
-from imgbench.measure.settings import WORKER_IMPORTS_ENV, Settings
+from imgbench.measure.settings import Settings
 from imgbench.measure.threads import current_settings
 from imgbench.profiles import ProfileChoice
+from imgbench.stages import planner
 from tests.conftest import run_pytest
 from tests.measure.conftest import Measure, seen_by_probe
 from tests.measure.test_worker import _run
@@ -130,7 +132,7 @@ def test_the_server_hands_jobs_on_without_unpickling_them(
         for n in range(2):
             job = WorkerJob(
                 settings=Settings(max_images=4, rounds=1, warmup_rounds=0, min_round_s=0.0),
-                profile=ProfileChoice("quick"),
+                planner=planner(ProfileChoice("quick")),
                 dataset=str(tiny_dataset),
                 stage="read",
                 case_id="read/no-such-case",

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
+from imgbench.controls import case_context
 from imgbench.measure.cache import resident_fraction
 from imgbench.measure.case import Case
 from imgbench.measure.context import CaseContext
@@ -80,7 +81,7 @@ def _context(root: Path, profile: str = "default") -> CaseContext:
         dataset = types.SimpleNamespace(name=root.name, manifest=scan(root, use_cache=False))
     else:
         dataset = load_dataset(str(root))
-    return CaseContext.of(dataset, get_profile(profile), max_images=16)
+    return case_context(dataset, get_profile(profile), max_images=16)
 
 
 @pytest.fixture(scope="module")

@@ -17,8 +17,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from imgbench.controls import case_context
 from imgbench.measure.case import Case
-from imgbench.measure.context import CaseContext
 from imgbench.profiles import get_profile
 from imgbench.readers.cases import reader_cases
 from imgbench.readers.registry import READERS
@@ -68,7 +68,7 @@ def test_batched_workload_times_full_batches_of_verified_images(folder: Path) ->
     from imgbench.datasets.scan import scan
 
     dataset = types.SimpleNamespace(name=folder.name, manifest=scan(folder, use_cache=False))
-    ctx = CaseContext.of(dataset, get_profile("default"), max_images=16)
+    ctx = case_context(dataset, get_profile("default"), max_images=16)
     case = dataclasses.replace(case, params={**case.params, "batch_size": 2})
     work = case.prepare(ctx, case)
     names = [e.path for e in ctx.entries("jpeg")]  # the sample's order

@@ -22,7 +22,7 @@ import pandas as pd
 Z95 = 1.96
 # The session-to-session coefficient of variation of a case's images/s, by stage and kind, as
 # measured on this project's reference VM (quick profile, lab/stability.py, identical sessions):
-# docs/measuring.md "How steady the figures are here" and lab/journal.md (issue 14): the median
+# docs/measuring.md "How steady the figures are here" (lab/stability.py at d3fdd1f): the median
 # case moved 1.5-2.35% between sessions in quiet hours (p95 9.4-10.4%); reader and augmentation
 # cases agree within 2.4%; the loaders with workers and the format writes make the p95 (5-10%);
 # the DataLoader at 2 workers read CV 2.3% with 1 s of rounds and 6.2% with five 20 ms rounds.
@@ -41,7 +41,7 @@ def run_to_run_cv(stage: str, workers: int) -> float:
     """The measured between-session spread for a case of ``stage`` (see ``RUN_TO_RUN_CV``)."""
     # a final's rows are loader cases measured in one session: interleaving evens the host's
     # states out between its candidates, not the session's own draw (four finals' picks agreed in
-    # 2 of 4 unwidened, 4 of 4 widened; lab/journal.md, 2026-11-27)
+    # 2 of 4 unwidened, 4 of 4 widened; docs/final.md, lab/repeatability.py at 420cd3a)
     if stage in ("loader", "final"):
         return RUN_TO_RUN_CV[("loader", "workers" if workers > 0 else "no workers")]
     return RUN_TO_RUN_CV.get((stage, "any"), DEFAULT_CV)

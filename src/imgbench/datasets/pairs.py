@@ -142,7 +142,7 @@ def load_pairs(
     """
     from PIL import Image
 
-    from imgbench.augment.tasks import check_pair, mask_indices
+    from imgbench.datasets.masks import check_pair, mask_indices
 
     loaded = []
     for image_rel, mask_rel in layout.pairs[:limit]:

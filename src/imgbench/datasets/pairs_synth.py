@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 from PIL import Image, ImageDraw
 
-from imgbench.augment.tasks import COLOURS, N_CLASSES
+from imgbench.datasets.masks import COLOURS, N_CLASSES
 
 
 def draw_pair(width: int, height: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:

@@ -30,7 +30,7 @@ from PIL import Image
 
 from imgbench.atomic import atomic_file
 from imgbench.errors import one_line
-from imgbench.formats.base import batched
+from imgbench.iters import batched
 
 from .manifest import (
     BadFile,

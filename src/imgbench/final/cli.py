@@ -10,12 +10,12 @@ from typing import Annotated
 import pandas as pd
 import typer
 
+from imgbench.controls import resolve
 from imgbench.final.plan import FinalPlan
 from imgbench.final.run import Contest, final_rows, measure_final
 from imgbench.final.select import choose
 from imgbench.measure.manager import Manager
 from imgbench.measure.rows import RunHeader, new_run_id
-from imgbench.measure.settings import resolve
 from imgbench.profiles import ProfileChoice
 from imgbench.results.location import ResultsLocation
 from imgbench.results.store import rows_table

@@ -18,10 +18,9 @@ from imgbench.measure.case import Case
 from imgbench.measure.manager import Manager, Skipped
 from imgbench.measure.rounds import Measurement, pool
 from imgbench.measure.rows import RunHeader, case_listing, case_row
-from imgbench.measure.server import profile_imports
 from imgbench.measure.settings import Settings
 from imgbench.profiles import Profile, ProfileChoice
-from imgbench.stages import session_cases
+from imgbench.stages import planner, profile_imports, worker_preload
 
 STAGE = "final"
 PREFIX = "final::"  # a final row's case_id: this prefix and the matrix row's case_id
@@ -62,7 +61,8 @@ def measure_final(
     block (the caller writes the rows so far: a stopped final loses at most one block). The
     manager is returned open for the rows' dataset; the caller closes it. ``profile`` is
     ``choice`` resolved."""
-    planned = {c.case_id: c for c in session_cases("loader", choice, settings, profile)}
+    plans = planner(choice, profile)
+    planned = {c.case_id: c for c in plans.cases("loader", settings)}
     contest = Contest(candidates)
     for candidate in candidates:
         case = planned.get(candidate.case_id)
@@ -74,10 +74,11 @@ def measure_final(
             contest.cases[case.case_id] = case
     chosen = list(contest.cases.values())
     measuring = final_settings(settings, plan)
-    preload = profile_imports(profile, "main") if measuring.worker_imports == "profile" else ()
-    if measuring.worker_imports != "profile":
-        preload = tuple(sorted({m for case in chosen for m in case.requires}))
-    manager = Manager(measuring, choice, dataset, preload=preload, plans=profile.plans)
+    if measuring.worker_imports == "profile":
+        required = profile_imports(profile, "main")
+    else:
+        required = tuple({m for case in chosen for m in case.requires})
+    manager = Manager(measuring, plans, dataset, preload=worker_preload(required))
     shuffle = random.Random(plan.seed)
     for block in range(plan.blocks):
         order = [c for c in chosen if c.case_id not in contest.dropped]

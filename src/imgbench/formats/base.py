@@ -42,6 +42,7 @@ import numpy as np
 
 from imgbench.atomic import atomic_folder, fsync_tree
 from imgbench.attrs import load_attr
+from imgbench.iters import batched as batched
 from imgbench.library import LibrarySpec
 
 if TYPE_CHECKING:
@@ -564,14 +565,3 @@ def shard_streams(records: Iterable[Record], per_shard: int) -> Iterator[Iterato
     stream = iter(records)
     while (first := next(stream, None)) is not None:
         yield itertools.chain([first], itertools.islice(stream, per_shard - 1))
-
-
-def batched(items: Iterable[Any], size: int) -> Iterator[list[Any]]:
-    batch: list[Any] = []
-    for item in items:
-        batch.append(item)
-        if len(batch) == size:
-            yield batch
-            batch = []
-    if batch:
-        yield batch

@@ -40,7 +40,7 @@ CEILING_BYTES = 256 << 20
 REQUIRES = ("torch", "torchvision")
 # DALI's CUDA 13 wheel, measured 2026-11-27 (docs/gpu.md): far over the 64 MiB a device check
 # may carry, so its rows skip there with this said
-DALI_WHEEL = "nvidia-dali-cuda130 2.4.0 (199 MB)"
+DALI_WHEEL = "nvidia-dali-cuda130 2.4.0 (a 199 MB download)"
 
 
 H2D_DTYPES = ("uint8", "float32")

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from imgbench.library import missing_module, wrong_environment
 
@@ -77,6 +77,17 @@ class Case:
     services: tuple[str, ...] = ()
     # typed row columns the case fills that are not parameters (not part of its id)
     columns: Mapping[str, Any] = field(default_factory=dict)
+    # What the engine needs to know of the case's stage, stamped on every case by the stage
+    # registry (imgbench.stages), so the engine knows no stage by name: where its rounds read
+    # from disk (none, the dataset's root, or a store built in the session's scratch folder),
+    # the task its row names when the case says none, whether its rounds are a screen's
+    # (``Settings.loader_rounds``), why instruction counts do not apply to it, and whether a
+    # worker fork can plan it again (the registry's planner rebuilds it there)
+    disk: Literal["none", "dataset", "store"] = "none"
+    task: str | None = None
+    screen: bool = False
+    uncountable: str | None = None
+    in_worker: bool = False
 
     @property
     def threads(self) -> int | None:

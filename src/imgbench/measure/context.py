@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from imgbench.atomic import atomic_file
-from imgbench.measure.settings import Settings, resolve
+from imgbench.measure.settings import Settings
 from imgbench.plan import StagePlan
 
 _discarded = itertools.count()
@@ -30,7 +30,6 @@ DISCARDED = ".discarded"  # inside the scratch folder: what cases set aside, rem
 if TYPE_CHECKING:
     from imgbench.datasets import Dataset, ImageEntry
     from imgbench.datasets.sample_pool import Sample
-    from imgbench.profiles import Profile
 
 T = TypeVar("T")
 P = TypeVar("P", bound=StagePlan)
@@ -47,11 +46,6 @@ class CaseContext:
     drawn: dict[str, Sample] = field(default_factory=dict, repr=False)
     _shared: dict[Hashable, Any] = field(default_factory=dict, repr=False)
     _scratch: Path | None = field(default=None, repr=False)
-
-    @classmethod
-    def of(cls, dataset: Dataset, profile: Profile, **overrides: Any) -> CaseContext:
-        """A context for ``profile``'s plans and its settings with ``overrides``."""
-        return cls(dataset=dataset, settings=resolve(profile, overrides), plans=profile.plans)
 
     @property
     def max_images(self) -> int:

@@ -76,8 +76,8 @@ def valgrind_command(out_dir: Path) -> list[str]:
 
 def unsupported(case: Case) -> str | None:
     """Why this case's work is not the instructions of its process, or None when it is."""
-    if case.stage == "loader":
-        return "loaders run worker processes and threads: wall time only"
+    if case.uncountable:
+        return case.uncountable
     if case.services:
         return (
             f"talks to a session service ({', '.join(case.services)}) over the network: the "

@@ -10,7 +10,6 @@ profile`` and the scripts measure through it alike; none of them times a round i
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -22,13 +21,11 @@ from imgbench.measure.case import Case
 from imgbench.measure.context import CaseContext
 from imgbench.measure.errors import CaseFailed, Skip
 from imgbench.measure.layout import current as current_layout
+from imgbench.measure.planner import Planner
 from imgbench.measure.rounds import Measurement, pool, run_case
 from imgbench.measure.server import HEAP_OFFSET_STEP, WorkerJob, WorkerServer
 from imgbench.measure.services import Services, ServiceUnavailableError, row_columns
 from imgbench.measure.settings import Settings
-from imgbench.plan import StagePlan
-from imgbench.profiles import ProfileChoice
-from imgbench.stages import STAGES, get_stage
 
 
 @dataclass(frozen=True)
@@ -60,19 +57,16 @@ class Manager:
     def __init__(
         self,
         settings: Settings,
-        profile: ProfileChoice,
+        planner: Planner,
         dataset: str,
         preload: tuple[str, ...] = (),
-        plans: Mapping[str, StagePlan] | None = None,
     ) -> None:
         self.settings = settings
-        self.profile = profile
+        self.planner = planner  # the session's cases, planned again in each worker fork
         self.dataset = dataset  # a folder or a recipe name
         self.preload = preload  # modules the worker server imports before it forks
         self.gate = settings.host_gate()  # its reference: the session's fastest probe
         self.services = Services()
-        # the stage plans of the chosen profile (the runner passes them when it resolved it)
-        self._plans = profile.resolve().plans if plans is None else plans
         self._context: CaseContext | None = None
         self._dataset_error: str | None = None
         self._server: WorkerServer | None = None
@@ -108,10 +102,9 @@ class Manager:
         return result
 
     def uses_worker(self, case: Case) -> bool:
-        """Worker processes rebuild a case from its registered stage; others run here."""
-        if case.stage not in {s.name for s in STAGES} or not get_stage(case.stage).worker:
-            return False
-        return self.settings.in_worker()
+        """Worker processes plan a case again (``Case.in_worker``: its stage's planner can);
+        others run here."""
+        return case.in_worker and self.settings.in_worker()
 
     def context(self) -> CaseContext:
         """The session's dataset context, loaded on the first case that needs it."""
@@ -125,7 +118,9 @@ class Manager:
             except DatasetError as exc:
                 self._dataset_error = f"dataset: {exc}"
                 raise DatasetUnavailableError(self._dataset_error) from None
-            self._context = CaseContext(dataset=dataset, settings=self.settings, plans=self._plans)
+            self._context = CaseContext(
+                dataset=dataset, settings=self.settings, plans=self.planner.plans
+            )
         return self._context
 
     @property
@@ -144,7 +139,7 @@ class Manager:
 
     # -- in this process -----------------------------------------------------------------------
     def _here(self, case: Case, ctx: CaseContext) -> Measurement:
-        if self.profile.allocator_session and current_allocator() != self.settings.allocator:
+        if self.planner.allocator_session and current_allocator() != self.settings.allocator:
             raise Skip(
                 f"this session's process runs with the {current_allocator()} allocator, not "
                 f"{self.settings.allocator} (`imgbench run` starts allocator sessions under theirs)"
@@ -183,7 +178,7 @@ class Manager:
         scratch = ctx.scratch_dir()
         return WorkerJob(
             settings=self.settings,
-            profile=self.profile,
+            planner=self.planner,
             dataset=self.dataset,
             stage=case.stage,
             case_id=case.case_id,
@@ -199,7 +194,7 @@ class Manager:
         processes = self.settings.processes
         job = self.job(case, ctx)
         if processes > 1:
-            rounds = self.settings.for_stage(case.stage).rounds
+            rounds = self.settings.for_case(case).rounds
             split = replace(
                 self.settings,
                 rounds=max(2, math.ceil(rounds / processes)),

@@ -359,7 +359,7 @@ def run_case(
         try:
             measurement = time_workload(
                 workload,
-                ctx.settings.for_stage(case.stage),
+                ctx.settings.for_case(case),
                 gate,
                 instructions_dir=instructions_dir,
                 fixed_repeats=fixed_repeats,
@@ -377,22 +377,15 @@ def run_case(
     return measurement
 
 
-DISK_STAGES = ("read", "format", "loader")  # stages whose rows say which disk they read
-
-
 def storage_path(case: Case, ctx: CaseContext, workload: Workload) -> Path | None:
     """Where the case reads from disk: the workload's own ``storage_path``, else a store in the
     session's scratch folder (format cases, loaders of a built format), else the dataset's root;
     None for stages that read no disk and for S3 cases (their data sits behind the server)."""
     if workload.storage_path is not None:
         return workload.storage_path
-    if case.stage not in DISK_STAGES or "s3" in (
-        case.columns.get("storage"),
-        case.params.get("storage"),
-    ):
+    if case.disk == "none":
         return None
-    store = case.stage == "format" or case.params.get("format") not in (None, "files")
-    if store and ctx.has_scratch():
+    if case.disk == "store" and ctx.has_scratch():
         return ctx.scratch_dir()
     return Path(ctx.dataset.manifest.root)
 

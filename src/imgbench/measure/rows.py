@@ -61,9 +61,6 @@ def measurement_columns(measurement: Measurement) -> dict[str, Any]:
     return columns
 
 
-TASK_STAGES = ("augment", "loader")  # rows with a `task` (classification unless the case says)
-
-
 def settings_columns(settings: Settings) -> dict[str, Any]:
     """Every control of the settings, each in the schema column of its name (a control without
     one is a bug that tests/measure/test_settings.py names). What the measurement recorded as
@@ -86,10 +83,9 @@ def case_listing(test_id: str, case: Case) -> dict[str, Any]:
         "threads": case.threads,
         "workers": case.params.get("workers"),
         "batch_size": case.params.get("batch_size"),
-        # a stage's cases may say their task (augment: segmentation, crop-ocr); the stages that
-        # hand a model (image, label) samples are classification unless they say otherwise
-        "task": case.columns.get("task")
-        or ("classification" if case.stage in TASK_STAGES else None),
+        # a case may say its task (segmentation, crop-ocr); else its stage's (Case.task: the
+        # stages that hand a model (image, label) samples are classification)
+        "task": case.columns.get("task") or case.task,
         "params_json": json.dumps(dict(case.params), sort_keys=True, default=str),
     }
 

@@ -3,9 +3,9 @@
 The manager (:mod:`imgbench.measure.manager`, in the runner: a pytest session, ``imgbench
 profile`` or a script) plans cases and writes rows. A *server* process starts once
 per session with a controlled environment (the allocator setting, ``PYTHONHASHSEED``), imports
-the libraries every case of the profile requires (``profile_imports``, ``preload_modules``) and
+the libraries every case of the profile requires (the runner's ``preload``: ``preload_modules``) and
 then never runs a case itself: for each case it forks a child, which unpickles the job the server
-only copied (``JobInbox``), rebuilds the case from its id, prepares, warms up, calibrates and times
+only copied (``JobInbox``), plans the case again with the job's planner, prepares, warms up, calibrates and times
 it, and hands back a :class:`~imgbench.measure.rounds.Measurement`. Every case therefore starts
 from the same process state, a copy of the pristine server, whatever ran before it: no heap, no
 allocator high-water mark, no imported-late module carries over from case to case, and a case
@@ -38,23 +38,15 @@ from imgbench.errors import one_line
 from imgbench.measure.allocator import Allocator, environment_for, settle_glibc
 from imgbench.measure.errors import CaseFailed, Skip
 from imgbench.measure.layout import LAYOUT_ENV, run_under
+from imgbench.measure.planner import Planner
 from imgbench.measure.settings import Settings
-from imgbench.profiles import Profile, ProfileChoice
 
 # Imported by the server before any fork, besides the modules the session's cases require (their
 # ``requires``): what every case uses. Modules that are not safe to fork after import are never
 # preloaded (pyvips: its thread pool deadlocks in a forked child); their cases import them.
-CORE_PRELOAD = (
-    "numpy",
-    "PIL.Image",
-    "imgbench.measure.rounds",
-    "imgbench.stages",
-    "imgbench.readers.cases",
-    "imgbench.readers.verify",
-    "imgbench.augment.cases",
-    "imgbench.augment.verify",
-    "imgbench.formats.cases",
-)
+# The runner's ``preload`` comes after these, in its order (the stage registry's modules first:
+# ``imgbench.stages.worker_preload``).
+CORE_PRELOAD = ("numpy", "PIL.Image", "imgbench.measure.rounds")
 FORK_UNSAFE = frozenset({"pyvips"})
 # Modules whose import initialises the CUDA driver: a process forked after that has no CUDA
 # ("CUDA driver initialization failed" in the child, on the H100: docs/gpu.md), so the server
@@ -72,7 +64,7 @@ class WorkerJob:
     settings, nothing open."""
 
     settings: Settings
-    profile: ProfileChoice  # the worker plans the case from it, as the runner did
+    planner: Planner  # the worker plans the case again from it, as the runner did
     dataset: str
     stage: str
     case_id: str
@@ -113,12 +105,10 @@ def run_job(job: WorkerJob) -> WorkerOutcome:
     from imgbench.measure.context import CaseContext
     from imgbench.measure.layout import current as current_layout
     from imgbench.measure.rounds import run_case
-    from imgbench.stages import session_cases
 
     settings = job.settings
     try:
-        profile = job.profile.resolve()  # once: its plans serve the planning and the context
-        planned = session_cases(job.stage, job.profile, settings, profile)
+        planned = job.planner.cases(job.stage, settings)
         cases = {c.case_id: c for c in planned}
         case = cases.get(job.case_id)
         if case is None:
@@ -126,7 +116,7 @@ def run_job(job: WorkerJob) -> WorkerOutcome:
         ctx = CaseContext(
             dataset=_DATASETS.get(job.dataset) or load_dataset(job.dataset),
             settings=settings,
-            plans=profile.plans,
+            plans=job.planner.plans,
             services=dict(job.services),
             _scratch=Path(job.scratch),
         )
@@ -314,32 +304,11 @@ def preload_imports(required: tuple[str, ...]) -> None:
             importlib.import_module(module)
 
 
-def profile_imports(profile: Profile, environment: str) -> tuple[str, ...]:
-    """What every case of ``profile`` in ``environment`` requires, across all stages, whatever
-    this session selected.
-
-    The server's import set is part of the heap a case is forked with, and the heap layout
-    decides the speed of a decode: with the imports of one reader case alone, Pillow read the
-    quick set at about 1,000 images/s, and inside the whole suite at about 1,250
-    (docs/measuring.md, "One process is one layout"). The same profile imports the same set, so
-    a case run by itself forks from the same server as inside the suite.
-    """
-    from imgbench.stages import STAGES, stage_cases
-
-    modules: set[str] = set()
-    for stage in STAGES:
-        with contextlib.suppress(Exception):  # a stage that cannot plan here imports nothing
-            for case in stage_cases(stage.name, profile):
-                if case.environment == environment:
-                    modules.update(case.requires)
-    return tuple(sorted(modules))
-
-
 def preload_modules(required: tuple[str, ...]) -> list[str]:
-    """What the server imports: the core, then the cases' requirements that survive a fork and
-    leave CUDA to the forked children."""
-    extra = sorted({m for m in required if fork_safe(m)})
-    return [*CORE_PRELOAD, *(m for m in extra if m not in CORE_PRELOAD)]
+    """What the server imports: the core, then the runner's preload in its order, less what
+    does not survive a fork or would start CUDA before the forked children."""
+    extra = [m for m in dict.fromkeys(required) if fork_safe(m) and m not in CORE_PRELOAD]
+    return [*CORE_PRELOAD, *extra]
 
 
 def fork_safe(module: str) -> bool:

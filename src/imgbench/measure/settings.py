@@ -1,7 +1,8 @@
 """Every measuring control in one frozen record, resolved once from a profile plus overrides.
 
 pyperf carries one settings namespace from runner to worker; so does imgbench: the pytest
-plugin, ``imgbench profile`` and the scripts resolve a :class:`Settings` here, and the manager,
+plugin, ``imgbench profile`` and the scripts resolve a :class:`Settings` (``imgbench.controls``:
+a profile plus overrides, checked once), and the manager,
 the worker job, the rounds engine and the case context all read that one record. Adding a
 control is one field here, its use, and one schema column (docs/contributing.md).
 """
@@ -10,22 +11,14 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from imgbench.measure.allocator import ALLOCATORS
 from imgbench.measure.host import HostGate
-from imgbench.plan import override
-from imgbench.profiles import Profile
-from imgbench.storage.profiles import PROFILES
 
-# overrides the profile's ``worker_imports`` where no option does (profile | selected)
-WORKER_IMPORTS_ENV = "IMGBENCH_WORKER_IMPORTS"
-# any control, as space-separated NAME=VALUE, where no option says otherwise (every session a
-# process starts, e.g. the test suite's: host_max_ratio=0 for correctness sessions)
-SETTINGS_ENV = "IMGBENCH_SETTINGS"
+if TYPE_CHECKING:
+    from imgbench.measure.case import Case
+
 WORKER_IMPORTS = ("profile", "selected")
 PROCESS_MODELS = ("worker", "in-process")
 MEASURES = ("wall", "instructions")
@@ -70,9 +63,10 @@ class Settings:
         """A fresh gate with these settings (its reference is the runner's to carry)."""
         return HostGate(max_ratio=self.host_max_ratio, budget_s=self.host_budget_s)
 
-    def for_stage(self, stage: str) -> Settings:
-        """These settings as a case of ``stage`` is timed (a loader case: ``loader_rounds``)."""
-        if stage == "loader" and self.loader_rounds > 0:
+    def for_case(self, case: Case) -> Settings:
+        """These settings as ``case`` is timed (a screening case, the loader matrix's:
+        ``loader_rounds``)."""
+        if case.screen and self.loader_rounds > 0:
             return dataclasses.replace(self, rounds=self.loader_rounds)
         return self
 
@@ -82,52 +76,6 @@ class Settings:
 
 
 FIELDS = tuple(f.name for f in dataclasses.fields(Settings))
-_CHOICES: dict[str, tuple[str, ...]] = {
-    "allocator": ALLOCATORS,
-    "disk_profile": tuple(PROFILES),
-}  # the others are Literal types
-
-
-def resolve(
-    profile: Profile,
-    overrides: Mapping[str, Any] | None = None,
-    environ: Mapping[str, str] | None = None,
-) -> Settings:
-    """The profile's controls (its fields, then its ``settings`` table), then
-    ``$IMGBENCH_WORKER_IMPORTS``, then ``$IMGBENCH_SETTINGS``,
-    then ``overrides`` (a ``None`` value keeps what came before; ``rounds`` chosen there, without
-    ``loader_rounds``, set the loaders' rounds too); each checked against its field's type, and made consistent
-    (a count runs one process and imports only the selected cases' modules: torch alone costs a
-    minute under callgrind)."""
-    environ = os.environ if environ is None else environ
-    values: dict[str, Any] = {f: getattr(profile, f) for f in FIELDS if hasattr(profile, f)}
-    values.update(profile.settings)  # [tool.imgbench.profiles.NAME.settings]
-    if chosen := environ.get(WORKER_IMPORTS_ENV):
-        if chosen not in WORKER_IMPORTS:
-            raise SettingsError(
-                f"{WORKER_IMPORTS_ENV}={chosen!r}; known: {', '.join(WORKER_IMPORTS)}"
-            )
-        values["worker_imports"] = chosen
-    chosen_here = parse_assignments(environ.get(SETTINGS_ENV, "").split())
-    chosen_here.update({k: v for k, v in (overrides or {}).items() if v is not None})
-    if "rounds" in chosen_here and "loader_rounds" not in chosen_here:
-        # rounds chosen for this session (--imgbench-rounds) are every stage's: a profile's
-        # shorter loader screen yields to them
-        values["loader_rounds"] = 0
-    values.update(chosen_here)
-    try:
-        settings: Settings = override(Settings(), values, "settings")
-    except ValueError as exc:
-        raise SettingsError(str(exc)) from None
-    for name, choices in _CHOICES.items():
-        if getattr(settings, name) not in choices:
-            raise SettingsError(f"{name}={getattr(settings, name)!r}; known: {', '.join(choices)}")
-    for name in ("rounds", "max_images", "processes"):
-        if getattr(settings, name) < 1:
-            raise SettingsError(f"{name}={getattr(settings, name)!r}: at least 1")
-    if settings.measure == "instructions":
-        settings = dataclasses.replace(settings, worker_imports="selected", processes=1)
-    return settings
 
 
 def parse_assignments(assignments: list[str] | None) -> dict[str, Any]:

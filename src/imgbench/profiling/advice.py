@@ -142,7 +142,7 @@ def au_line(result: ProfileResult) -> str:
 def allocator_line(libraries: dict[str, int], results_dir: Path) -> str | None:
     """The allocator setting that pays for the pipeline's decoder in imgbench's own read rows
     (``imgbench run`` with allocator sessions) in ``results_dir``, this machine's where any."""
-    from imgbench.loaders.advise import allocator_gains, allocator_settings
+    from imgbench.answer.advise import allocator_gains, allocator_settings
     from imgbench.machine import machine_info
     from imgbench.results.store import load_results
 

@@ -15,8 +15,8 @@ from typing import Any, Protocol
 import numpy as np
 
 from imgbench.library import LibrarySpec
+from imgbench.readers.plan import CODECS as CODECS
 
-CODECS = ("jpeg", "png", "webp", "bmp", "tiff")
 JPEG_ONLY = frozenset({"jpeg"})
 
 

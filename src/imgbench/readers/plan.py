@@ -7,7 +7,8 @@ from typing import ClassVar
 
 from imgbench.library import Selection
 from imgbench.plan import StagePlan
-from imgbench.readers.base import CODECS
+
+CODECS = ("jpeg", "png", "webp", "bmp", "tiff")  # every codec a reader may decode
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -1,6 +1,6 @@
 """The device check's text summary, from a run's rows: nvJPEG batched decode against the CPU
 decoders, the H2D copies against the pinned ceiling, the step's own rate, and the AU of the best
-CPU-decode and GPU-decode feeds (``python -m imgbench.gpu.summary RESULTS``)."""
+CPU-decode and GPU-decode feeds (``python -m imgbench.answer.gpu_summary RESULTS``)."""
 
 from __future__ import annotations
 

@@ -17,11 +17,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from imgbench.datasets.heap import pin_mmap_threshold
+from imgbench.datasets.manifest import BadFile, arrow_system_pool
+from imgbench.datasets.scan import scan_to_file
 from imgbench.formats.base import FormatSpec, Packing, build_format
-
-from .heap import pin_mmap_threshold
-from .manifest import BadFile, arrow_system_pool
-from .scan import scan_to_file
 
 
 @dataclass

@@ -10,8 +10,7 @@ import typer
 from rich.table import Table
 
 from imgbench.console import console, fail
-
-from .manifest import DatasetError, ManifestFile
+from imgbench.datasets.manifest import DatasetError, ManifestFile
 
 dataset_app = typer.Typer(
     help="Generate, scan and build the datasets benchmarks run on.", no_args_is_help=True
@@ -42,8 +41,8 @@ def synth(
     masks: Annotated[str, typer.Option(help="segmentation masks: palette | rgb PNG")] = "palette",
 ) -> None:
     """Photo-like synthetic images, deterministic, on every core."""
-    from . import synth as generator
-    from .detail import parse_detail
+    from imgbench.datasets import synth as generator
+    from imgbench.datasets.detail import parse_detail
 
     if size is None and sizes is None:
         size = "500x375"
@@ -78,8 +77,8 @@ def synth(
 def _synth_pairs(
     out: Path, n: int, size: str, codec: str, quality: int, masks: str, seed: int
 ) -> None:
-    from . import synth as generator
-    from .pairs_synth import generate_pairs
+    from imgbench.datasets import synth as generator
+    from imgbench.datasets.pairs_synth import generate_pairs
 
     try:
         generate_pairs(
@@ -103,7 +102,7 @@ def scan(
     workers: Annotated[int | None, typer.Option(help="processes (default: every core)")] = None,
 ) -> None:
     """Manifest and summary of any image folder; files it cannot use are listed with the reason."""
-    from .scan import scan_to_file
+    from imgbench.datasets.scan import scan_to_file
 
     try:  # the manifest stays on disk: memory is flat in the number of images
         result = scan_to_file(path, workers=workers, progress=True)
@@ -116,7 +115,7 @@ def scan(
 
 def _print_pairs(path: Path) -> None:
     """The segmentation layout found, and every file without a partner (one line each)."""
-    from .pairs import detect
+    from imgbench.datasets.pairs import detect
 
     layout = detect(path)  # scan_to_file already raised for a layout that does not pair
     if layout is None:
@@ -163,7 +162,7 @@ def sample(
     out: Annotated[Path, typer.Option(help="folder to write the real photos to")],
 ) -> None:
     """Real photos that ship inside installed packages, re-encoded; works offline."""
-    from . import sample as real_sample
+    from imgbench.datasets import sample as real_sample
 
     try:
         real_sample.build(out)
@@ -176,7 +175,7 @@ def sample(
 @dataset_app.command("list")
 def list_recipes() -> None:
     """The dataset recipes in datasets/, and whether each is built."""
-    from . import recipes
+    from imgbench.datasets import recipes
 
     table = Table("recipe", "kind", "built", "description")
     try:
@@ -194,7 +193,7 @@ def build(
     name: Annotated[str, typer.Argument(help="a recipe name from datasets/")],
 ) -> None:
     """Build a recipe into the cache (nothing to do when it is already built)."""
-    from . import recipes
+    from imgbench.datasets import recipes
 
     try:
         path = recipes.materialize(name)
@@ -228,11 +227,10 @@ def convert(
     """Convert a folder of images into a storage format: streamed, atomic, bad files skipped;
     optionally resized, re-encoded and sharded on the way, as im2rec packs."""
     from imgbench.formats.base import FormatError, Packing
+    from imgbench.formats.convert import convert as convert_folder
+    from imgbench.formats.convert import default_target
     from imgbench.formats.registry import formats, get_format
     from imgbench.measure.memory import peak_rss_bytes
-
-    from .convert import convert as convert_folder
-    from .convert import default_target
 
     try:
         spec = get_format(to)
