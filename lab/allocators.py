@@ -114,7 +114,7 @@ def main() -> None:
     parser.add_argument("--allocators", nargs="+", choices=ALLOCATORS, default=list(ALLOCATORS))
     args = parser.parse_args()
     data = photos(args.out / "photos")
-    layout = get_profile("quick").address_layout
+    layout = resolve(get_profile("quick"), environ={}).address_layout
     print(
         f"{'allocator':12} {'imgbench images/s (sessions)':34} {'faults/img':>10}   plain loop, per session"
     )

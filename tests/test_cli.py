@@ -86,3 +86,40 @@ def test_env_lists_libraries_and_dead_ones() -> None:
     assert "pillow" in result.output and "available" in result.output
     assert "scipy.misc.imread" in result.output and "unavailable" in result.output
     assert "emulated disks (--disk): " in result.output  # available, or the one-line reason
+
+
+def test_run_set_reaches_every_row_and_a_bad_control_is_one_line(
+    tmp_path: Path, tiny_dataset: Path
+) -> None:
+    """``imgbench run --set NAME=VALUE``: the one control record (Settings) set for a whole run,
+    checked before anything runs, and carried into the rows."""
+    bad = runner.invoke(app, ["run", "--profile", "quick", "--set", "roundz=3"])
+    assert bad.exit_code != 0 and "unknown setting 'roundz'" in bad.output
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "imgbench.cli",
+            "run",
+            "--profile=quick",
+            f"--dataset={tiny_dataset}",
+            f"--results={tmp_path / 'results'}",
+            "--no-envs",
+            "-k",
+            "read and pillow and open-convert and memory",
+            "--set",
+            "rounds=2",
+            "--set",
+            "max_images=4",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=tmp_path,
+    )
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    import pandas as pd
+
+    rows = pd.concat(pd.read_parquet(p) for p in (tmp_path / "results").glob("*.parquet"))
+    ok = rows[rows["status"] == "ok"]
+    assert len(ok) >= 1 and (ok["rounds"] == 2).all() and (ok["max_images"] == 4).all()

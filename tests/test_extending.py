@@ -272,12 +272,13 @@ def test_profile_from_pyproject_overrides_its_base(tmp_path: Path) -> None:
         "[tool.imgbench.profiles.quick]\nrounds = 4\n"
     )
     mine = get_profile("mine", pyproject)
-    assert mine.name == "mine" and mine.rounds == 3 and mine.dataset == "synthetic-small"
+    assert mine.name == "mine" and mine.settings["rounds"] == 3
+    assert mine.dataset == "synthetic-small"
     assert mine.plan(ReadPlan).codecs == ("jpeg",)
     assert mine.plan(ReadPlan).libraries == "quick"  # the rest of the base's plan stays
     assert mine.plan(LoaderPlan).workers() == (0, 1)
-    assert get_profile("quick", pyproject).rounds == 4  # a table named like a built-in amends it
-    assert get_profile("default", pyproject).rounds == 10
+    assert get_profile("quick", pyproject).settings["rounds"] == 4  # a table amends a built-in
+    assert get_profile("default", pyproject).settings["rounds"] == 10
 
 
 @pytest.mark.parametrize(

@@ -226,7 +226,7 @@ def test_disk_sessions_read_cold_on_a_small_sample_with_the_disk_in_case_ids() -
         ("torch-dataloader", 2, 8)
     }
     assert hdd.resolve().plan(LoaderPlan).cold_rounds  # the real disk's loader rounds too
-    assert settings.max_images == default.max_images  # the main session's sample
+    assert settings.max_images == default.settings["max_images"]  # the main session's sample
     assert all(c.params["disk_pass"] == "hdd" for c in formats + loaders)
     main_ids = {c.case_id for c in session_cases("format", ProfileChoice("default"), settings)}
     assert not main_ids & {c.case_id for c in formats}  # never joined with the main rows

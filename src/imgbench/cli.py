@@ -13,7 +13,6 @@ from rich.table import Table
 
 from imgbench.attrs import load_attr
 from imgbench.console import console, err, fail
-from imgbench.paths import looks_like_path
 from imgbench.profiles import Profile, ProfileError, get_profile
 from imgbench.stages import STAGES
 
@@ -115,15 +114,28 @@ def run(
             "(a throttled loop device, root only; docs/disks.md)"
         ),
     ] = "none",
+    controls: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--set",
+            metavar="NAME=VALUE",
+            help="a measuring control for every session and the final, over the profile's: any "
+            "Settings name (rounds, max_images, min_round_s, host_max_ratio, ...; "
+            "docs/measuring.md); repeatable",
+        ),
+    ] = None,
     pytest_args: Annotated[
         list[str] | None, typer.Argument(help="more pytest arguments, after --")
     ] = None,
 ) -> None:
     """Run the matrix through pytest-benchmark: one session (and parquet file) per env and dataset."""
+    from imgbench.controls import session_dataset
     from imgbench.results.location import ResultsLocationError, results_location
     from imgbench.sessions import combined_exit_code, plan_sessions
 
     chosen, benches = _checked_run_inputs(profile, dataset, benches, measure)
+    if controls:
+        _set_controls(chosen, controls)
     if disk != "none":
         _check_disk(disk)
         pytest_args = [f"--imgbench-disk={disk}", *(pytest_args or [])]
@@ -172,7 +184,9 @@ def run(
 
         cleanup_leftovers()  # a disk session killed outright (kill -9, OOM) leaves nothing
     if codes and codes[-1] in (0, 1, 5) and measure == "wall":
-        _hold_final(sessions, chosen.name, dataset or chosen.dataset, results, location, group)
+        _hold_final(
+            sessions, chosen.name, session_dataset(dataset, chosen), results, location, group
+        )
     try:
         written = [
             location.path_of(f.name) for f in location.files() if f.mtime_ns >= started * 1e9 - 2e9
@@ -246,8 +260,12 @@ def _checked_run_inputs(
         chosen = get_profile(profile)
     except ProfileError as exc:
         raise fail(str(exc)) from None
-    if dataset is not None and looks_like_path(dataset) and not Path(dataset).exists():
-        raise fail(f"dataset path does not exist: {dataset}")
+    from imgbench.controls import DatasetPathError, session_dataset
+
+    try:
+        session_dataset(dataset, chosen)
+    except DatasetPathError as exc:
+        raise fail(str(exc)) from None
     if benches is None:
         from imgbench.paths import benches_dir
 
@@ -258,6 +276,22 @@ def _checked_run_inputs(
     if measure not in ("wall", "instructions"):
         raise fail(f"--measure must be wall or instructions, not {measure!r}")
     return chosen, benches
+
+
+def _set_controls(chosen: Profile, assignments: list[str]) -> None:
+    """``--set NAME=VALUE``: checked now against the profile (one line naming a bad one), then
+    handed to every session, isolated environment and the final through ``$IMGBENCH_SETTINGS``,
+    the one channel every process of a run reads its controls from (imgbench.controls)."""
+    from imgbench.controls import SETTINGS_ENV, resolve
+    from imgbench.measure.settings import SettingsError, parse_assignments
+
+    if bad := [a for a in assignments if any(c.isspace() for c in a)]:
+        raise fail(f"--set {bad[0]!r}: NAME=VALUE without spaces")
+    try:
+        resolve(chosen, parse_assignments(assignments))
+    except SettingsError as exc:
+        raise fail(f"--set: {exc}") from None
+    os.environ[SETTINGS_ENV] = " ".join([os.environ.get(SETTINGS_ENV, ""), *assignments]).strip()
 
 
 def _check_disk(disk: str) -> None:

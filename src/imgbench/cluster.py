@@ -39,6 +39,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from imgbench.controls import session_dataset
 from imgbench.errors import one_line
 from imgbench.machine import MACHINE_LABEL_ENV, RAY_NODE_ENV
 from imgbench.pids import remove_dead_owned
@@ -340,7 +341,7 @@ def failed_rows(
             git_commit=commit.commit,
             git_branch=commit.branch,
             git_dirty=commit.dirty,
-            dataset_name=session.dataset or profile.dataset,
+            dataset_name=session_dataset(session.dataset, profile, check=False),
             status="failed",
             reason=reason,
         )

@@ -12,17 +12,18 @@ from __future__ import annotations
 import dataclasses
 import os
 from collections.abc import Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from imgbench.measure.allocator import ALLOCATORS
 from imgbench.measure.context import CaseContext
 from imgbench.measure.settings import (
-    FIELDS,
     WORKER_IMPORTS,
     Settings,
     SettingsError,
     parse_assignments,
 )
+from imgbench.paths import looks_like_path
 from imgbench.plan import override
 from imgbench.profiles import Profile
 from imgbench.storage.profiles import PROFILES
@@ -52,8 +53,7 @@ def resolve(
     checked against its field's type, and made consistent (a count runs one process and imports
     only the selected cases' modules: torch alone costs a minute under callgrind)."""
     environ = os.environ if environ is None else environ
-    values: dict[str, Any] = {f: getattr(profile, f) for f in FIELDS if hasattr(profile, f)}
-    values.update(profile.settings)  # [tool.imgbench.profiles.NAME.settings]
+    values: dict[str, Any] = dict(profile.settings)  # [tool.imgbench.profiles.NAME.settings]
     if chosen := environ.get(WORKER_IMPORTS_ENV):
         if chosen not in WORKER_IMPORTS:
             raise SettingsError(
@@ -85,3 +85,16 @@ def resolve(
 def case_context(dataset: Dataset, profile: Profile, **overrides: Any) -> CaseContext:
     """A context for ``profile``'s plans and its settings with ``overrides``."""
     return CaseContext(dataset=dataset, settings=resolve(profile, overrides), plans=profile.plans)
+
+
+class DatasetPathError(ValueError):
+    """A dataset asked for by a path that does not exist: one line."""
+
+
+def session_dataset(requested: str | None, profile: Profile, check: bool = True) -> str:
+    """The dataset a session reads: the folder or recipe asked for, else the profile's recipe;
+    the one place the default is chosen (the CLI, the pytest plugin and a Ray node ask here).
+    ``check``: a path asked for must exist (a row naming a failed session's dataset need not)."""
+    if check and requested and looks_like_path(requested) and not Path(requested).exists():
+        raise DatasetPathError(f"dataset path does not exist: {requested}")
+    return requested or profile.dataset

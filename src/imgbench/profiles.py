@@ -1,13 +1,15 @@
 """Benchmark profiles: how much of each stage runs, on which dataset, with how many rounds.
 
-``quick`` is this project's CI (every stage thinned, a few minutes on 2 cores), ``default`` is
-``make bench`` (23-27 minutes on 2 Zen 4 cores, about 40 on 2 Zen 3 ones), ``full`` is everything. A profile owns one plan per
-stage (``imgbench.plan``); nothing else looks at a profile's name, so a profile declared only in
-``pyproject.toml`` runs with no code change::
+``quick`` is this project's CI (every stage thinned, about a minute on 2 cores), ``default`` is
+``make bench`` (23-27 minutes on 2 Zen 4 cores, about 40 on 2 Zen 3 ones), ``full`` is
+everything. A profile owns one plan per stage (``imgbench.plan``) and its measuring controls
+(``settings``: ``imgbench.measure.settings.Settings``' names); nothing else looks at a profile's
+name, so a profile declared only in ``pyproject.toml`` runs with no code change::
 
     [tool.imgbench.profiles.jpeg-smoke]
     base = "quick"                 # any profile above, or another declared one
-    rounds = 3
+    [tool.imgbench.profiles.jpeg-smoke.settings]
+    rounds = 3                     # any Settings control (at the top level above, the same)
     [tool.imgbench.profiles.jpeg-smoke.read]
     codecs = ["jpeg"]
     libraries = ["pillow", "opencv/imdecode-rgb"]
@@ -21,12 +23,13 @@ import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import Any, TypeVar
 
 from imgbench.augment.plan import AugmentPlan
 from imgbench.final.plan import FinalPlan
 from imgbench.formats.plan import FormatPlan
 from imgbench.loaders.plan import LoaderPlan
+from imgbench.measure.settings import FIELDS, Settings
 from imgbench.plan import PLANS, StagePlan, override
 from imgbench.readers.plan import ReadPlan
 
@@ -40,37 +43,7 @@ class Profile:
     name: str
     description: str
     dataset: str  # recipe used when no --dataset is given
-    rounds: int  # timed rounds per case
-    warmup_rounds: int
-    max_images: int  # images per timed round (per codec), a seeded sample of the dataset
     thread_modes: tuple[int | None, ...]  # 1 = pinned single thread, None = library default
-    # a timed round repeats its items until it lasts this long (pyperf's calibrated loops); a
-    # round of microsecond reads otherwise times the clock and the scheduler, not the library
-    min_round_s: float = 0.02
-    # a case times rounds until they add up to this (pytest-benchmark's max_time is 1 s): the
-    # host changes speed every 0.2-5 s, and 0.1 s of rounds saw one state. Off by default: more
-    # rounds in one session make a session-level offset significant in a wall-time compare (an
-    # A/A pair of concurrent sessions read Pillow 0.884, p 0.006, with ~40 rounds a side)
-    min_case_s: float = 0.0
-    # "worker": every case in a fresh fork of a pristine server process (imgbench.measure.server),
-    # so no case inherits another's heap or allocator state; "in-process": the session's process
-    process_model: Literal["worker", "in-process"] = "worker"
-    allocator: str = "glibc"  # the worker processes' allocator (imgbench.measure.allocator)
-    # "fixed": the worker server runs with address-space randomisation off, so every session
-    # draws the same layout (imgbench.measure.layout); "randomized": the kernel's draw
-    address_layout: Literal["fixed", "randomized"] = "fixed"
-    # "profile": the worker server imports what every case of the profile (in its environment)
-    # needs, whatever the session selected, so that a case alone and inside the suite forks from
-    # the same process (imgbench.measure.server); "selected": only what the selected cases need
-    worker_imports: Literal["profile", "selected"] = "profile"
-    # worker processes per case, each with its own heap layout, their rounds pooled (pyperf's
-    # processes): one process is one draw of a layout that alone moved Pillow's decode 25%.
-    # Each process times rounds / processes rounds (at least 2) after its own warm-up
-    processes: int = 1
-    # rounds timed while a host probe ran slower than this many times the session's fastest are
-    # timed again, within host_budget_s per case (imgbench.measure.host); 0 keeps every round
-    host_max_ratio: float = 1.3
-    host_budget_s: float = 1.0
     # isolated environments `imgbench run` also runs (their own cases only)
     environments: tuple[str, ...] = ()
     # more datasets the stages marked ``extra_datasets`` (readers, loaders) run on, so every codec
@@ -82,8 +55,10 @@ class Profile:
     # the stages named in allocator_plans with those plans: the allocator as a dimension
     allocators: tuple[str, ...] = ()
     allocator_plans: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
-    # any other measuring control by its Settings name (imgbench.measure.settings), checked when
-    # a session resolves its settings: [tool.imgbench.profiles.NAME.settings] in pyproject.toml
+    # the measuring controls by their Settings names (imgbench.measure.settings: rounds,
+    # max_images, min_round_s, ...), the one record of them; the rest keep Settings' defaults.
+    # Checked when a session resolves its settings (imgbench.controls). In pyproject.toml:
+    # [tool.imgbench.profiles.NAME.settings], or a control's name at the profile's top level
     settings: Mapping[str, Any] = field(default_factory=dict)
     # emulated disks (imgbench.storage.profiles) `imgbench run` adds a session on each, plus one
     # on the real disk, running the stages named in disk_plans with those plans: each format's
@@ -193,12 +168,6 @@ _DEFAULT = Profile(
     name="default",
     description="make bench: the default matrix, 23-27 minutes on 2 Zen 4 cores",
     dataset="synthetic-imagenet-like",
-    rounds=10,  # the fewest that let a single-file compare name one slowed case of ~450 (regression.md)
-    # one warm-up round (pyperf's default) and half the host gate's per-case budget: 75-80 s of a
-    # make bench that measured 26.1 min in a slow hour with two (2026-11-23; full keeps both)
-    warmup_rounds=1,
-    host_budget_s=0.5,
-    max_images=32,
     thread_modes=(1, None),
     # pillow-simd: its readers, Pillow's augmentations and the Pillow loader pipelines;
     # albumentationsx: the albumentations transforms and pipelines, and the default loader pipeline;
@@ -301,11 +270,20 @@ _DEFAULT = Profile(
         # of 3 rounds each (docs/final.md)
         "final": FinalPlan(),
     },
+    settings={
+        # the fewest that let a single-file compare name one slowed case of ~450 (regression.md)
+        "rounds": 10,
+        # one warm-up round (pyperf's default) and half the host gate's per-case budget: 75-80 s
+        # of a make bench that measured 26.1 min in a slow hour with two (full keeps both)
+        "warmup_rounds": 1,
+        "host_budget_s": 0.5,
+        "max_images": 32,
+        # loader rows screen (5 rounds) and the head-to-head final decides (imgbench.final): 10
+        # rounds made the loader rows 710 s of timing in a 40-minute make bench
+        "loader_rounds": 5,
+    },
     # the allocator's effect where it was measured to matter: decoders that allocate through
     # malloc (Pillow) or numpy, augmentation pipelines, and the DataLoader's workers
-    # loader rows screen (5 rounds) and the head-to-head final decides (imgbench.final): 10 rounds
-    # made the loader rows 710 s of timing in a 40-minute make bench (2026-11-27)
-    settings={"loader_rounds": 5},
     allocators=("glibc-tuned", "jemalloc", "tcmalloc"),
     allocator_plans={
         "read": {
@@ -354,10 +332,7 @@ _GPU = Profile(
     name="gpu",
     description="the accelerator half: H2D copies, nvJPEG, GPU augmentation, ResNet-50 fed",
     dataset="synthetic-imagenet-like",
-    rounds=3,
-    warmup_rounds=1,
-    host_budget_s=0.5,
-    max_images=32,
+    settings={"rounds": 3, "warmup_rounds": 1, "host_budget_s": 0.5, "max_images": 32},
     thread_modes=(1,),
     plans={
         "read": ReadPlan(
@@ -402,11 +377,6 @@ _DISK = Profile(
     name="disk",
     description="does packing pay off on an HDD: 4 formats cold + the DataLoader; with --disk hdd",
     dataset="synthetic-imagenet-like",
-    rounds=10,
-    warmup_rounds=1,
-    host_budget_s=0.5,
-    # a loader round at 2 workers (4 batches of 32) reads the pool once: every read is cold
-    max_images=128,
     thread_modes=(1,),
     plans={
         "read": ReadPlan(
@@ -441,7 +411,14 @@ _DISK = Profile(
         ),
         "final": FinalPlan(blocks=0),
     },
-    settings={"loader_rounds": 5},
+    settings={
+        "rounds": 10,
+        "loader_rounds": 5,
+        "warmup_rounds": 1,
+        "host_budget_s": 0.5,
+        # a loader round at 2 workers (4 batches of 32) reads the pool once: every read is cold
+        "max_images": 128,
+    },
 )
 
 BUILTIN: dict[str, Profile] = {
@@ -451,9 +428,7 @@ BUILTIN: dict[str, Profile] = {
             name="quick",
             description="CI smoke profile: every stage thinned; a few minutes on 2 cores",
             dataset="synthetic-small",
-            rounds=5,
-            warmup_rounds=1,
-            max_images=16,
+            settings={"rounds": 5, "warmup_rounds": 1, "max_images": 16},
             thread_modes=(1,),
             plans={
                 "read": ReadPlan(
@@ -503,11 +478,8 @@ BUILTIN: dict[str, Profile] = {
             _DEFAULT,
             name="full",
             description="everything, with more rounds",
-            rounds=20,
-            warmup_rounds=3,
-            settings={},  # loader rows at the full 20 rounds
-            host_budget_s=1.0,
-            max_images=256,
+            # loader rows at the full 20 rounds (no loader_rounds)
+            settings={"rounds": 20, "warmup_rounds": 3, "host_budget_s": 1.0, "max_images": 256},
             # + Mosaic Streaming (MDS), whose format cases are in `full` only
             environments=("pillow-simd", "tensorflow", "albumentationsx", "mxnet", "mosaic"),
             extra_datasets=("real-sample", "synthetic-grid"),
@@ -576,26 +548,7 @@ BUILTIN: dict[str, Profile] = {
 }
 
 # profile settings a pyproject.toml table may override (besides ``base`` and stage tables)
-_TOP_LEVEL = {
-    "description",
-    "dataset",
-    "rounds",
-    "warmup_rounds",
-    "max_images",
-    "thread_modes",
-    "min_round_s",
-    "min_case_s",
-    "process_model",
-    "allocator",
-    "address_layout",
-    "processes",
-    "worker_imports",
-    "host_max_ratio",
-    "host_budget_s",
-    "environments",
-    "extra_datasets",
-    "disks",
-}
+_TOP_LEVEL = {"description", "dataset", "thread_modes", "environments", "extra_datasets", "disks"}
 
 
 @dataclass(frozen=True)
@@ -685,11 +638,11 @@ def _apply(base: Profile, name: str, table: dict[str, Any]) -> Profile:
     where = f"[tool.imgbench.profiles.{name}]"
     top = {k: v for k, v in table.items() if k in _TOP_LEVEL}
     stage_names = set(PLANS)
-    unknown = sorted(set(table) - _TOP_LEVEL - stage_names - {"base", "settings"})
+    unknown = sorted(set(table) - _TOP_LEVEL - set(FIELDS) - stage_names - {"base", "settings"})
     if unknown:
         raise ProfileError(
-            f"{where}: unknown keys {unknown}; settings: {sorted(_TOP_LEVEL)}, "
-            f"stage tables: {sorted(stage_names)}"
+            f"{where}: unknown keys {unknown}; profile keys: {sorted(_TOP_LEVEL)}, "
+            f"controls: {sorted(FIELDS)}, stage tables: {sorted(stage_names)}"
         )
     try:
         profile = override(base, top, where) if top else base
@@ -703,5 +656,11 @@ def _apply(base: Profile, name: str, table: dict[str, Any]) -> Profile:
     controls = table.get("settings", {})
     if not isinstance(controls, dict):
         raise ProfileError(f"{where}.settings must be a table of NAME = VALUE")
-    settings = {**profile.settings, **controls}
+    # a control at the table's top level is the same as in its settings table: one record
+    named_here = {k: v for k, v in table.items() if k in FIELDS}
+    settings = {**profile.settings, **named_here, **controls}
+    try:  # each known control's type now (unknown names: imgbench.controls.resolve says which)
+        override(Settings(), {k: v for k, v in settings.items() if k in FIELDS}, where)
+    except ValueError as exc:
+        raise ProfileError(str(exc)) from None
     return dataclasses.replace(profile, name=name, plans=plans, settings=settings)

@@ -22,6 +22,7 @@ import pytest
 
 from imgbench import session_output as out
 from imgbench.benchmark_shim import claim, record_samples
+from imgbench.controls import DatasetPathError, session_dataset
 from imgbench.envs import unmeasured_reason
 from imgbench.errors import one_line
 from imgbench.measure.case import Case
@@ -29,7 +30,6 @@ from imgbench.measure.manager import Failed, Manager, Skipped
 from imgbench.measure.rounds import Measurement
 from imgbench.measure.rows import RunHeader, case_listing, case_row, new_run_id, summary_lines
 from imgbench.measure.settings import Settings, SettingsError
-from imgbench.paths import looks_like_path
 from imgbench.profiles import Profile, ProfileChoice, ProfileError
 from imgbench.pytest_options import add_options, settings_from
 from imgbench.results.location import ResultsLocation, ResultsLocationError, results_location
@@ -102,9 +102,10 @@ def pytest_configure(config: pytest.Config) -> None:
         settings = settings_from(config, profile)
     except (ProfileError, SettingsError) as exc:
         raise pytest.UsageError(f"imgbench: {exc}") from None
-    spec = config.getoption("imgbench_dataset")
-    if spec and looks_like_path(spec) and not Path(spec).exists():
-        raise pytest.UsageError(f"imgbench: dataset path does not exist: {spec}")
+    try:
+        dataset = session_dataset(config.getoption("imgbench_dataset"), profile)
+    except DatasetPathError as exc:
+        raise pytest.UsageError(f"imgbench: {exc}") from None
     try:
         results = results_location(config.getoption("imgbench_results"))
         if results.remote:
@@ -114,7 +115,7 @@ def pytest_configure(config: pytest.Config) -> None:
     save_name = config.getoption("benchmark_save", None)
     run_id = new_run_id(save_name)
     config.stash[STATE_KEY] = SessionState(
-        manager=Manager(settings, planner(choice, profile), spec or profile.dataset),
+        manager=Manager(settings, planner(choice, profile), dataset),
         profile=profile,
         results=results,
         run=RunHeader(run_id, save_name, os.environ.get(RUN_GROUP_ENV) or run_id),

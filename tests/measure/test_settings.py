@@ -10,7 +10,7 @@ import pytest
 from imgbench.controls import SETTINGS_ENV, WORKER_IMPORTS_ENV, case_context, resolve
 from imgbench.measure.rows import settings_columns
 from imgbench.measure.settings import FIELDS, Settings, SettingsError, parse_assignments
-from imgbench.profiles import get_profile
+from imgbench.profiles import Profile, get_profile
 from imgbench.results.schema import COLUMNS, DESCRIPTIONS
 from imgbench.stages import stage_cases
 
@@ -31,9 +31,10 @@ def test_the_profile_then_the_environment_then_the_overrides() -> None:
     settings = resolve(QUICK, {"rounds": 3, "min_round_s": None}, environ=environ)
     assert settings.rounds == 3  # the override wins over the environment
     assert settings.host_max_ratio == 0.0 and settings.worker_imports == "selected"
-    assert settings.min_round_s == QUICK.min_round_s  # None keeps what came before
-    assert settings.max_images == QUICK.max_images and settings.warmup_rounds == QUICK.warmup_rounds
-    assert resolve(QUICK, environ={}).rounds == QUICK.rounds
+    assert settings.min_round_s == Settings().min_round_s  # None keeps what came before
+    assert settings.max_images == QUICK.settings["max_images"] == 16
+    assert settings.warmup_rounds == QUICK.settings["warmup_rounds"]
+    assert resolve(QUICK, environ={}).rounds == QUICK.settings["rounds"]
 
 
 def test_rounds_chosen_for_a_session_are_the_loaders_rounds_too() -> None:
@@ -124,3 +125,12 @@ def test_a_profile_table_sets_any_control(tmp_path: Path) -> None:
     pyproject.write_text("[tool.imgbench.profiles.bad.settings]\nroundz = 3\n")
     with pytest.raises(SettingsError, match="unknown setting 'roundz'"):
         resolve(get_profile("bad", pyproject), environ={})
+
+
+def test_a_profile_holds_no_copy_of_a_control() -> None:
+    """``Settings`` is the one record of the controls: a profile names them in its ``settings``
+    mapping and has no field of its own for any of them (no second default to drift)."""
+    profile_fields = {f.name for f in dataclasses.fields(Profile)}
+    assert profile_fields & set(FIELDS) == set()
+    for name in ("quick", "default", "full", "gpu", "disk"):
+        assert set(get_profile(name).settings) <= set(FIELDS)

@@ -22,4 +22,4 @@ def test_the_disk_profile_is_the_packing_question_only() -> None:
     }
     assert not profile.environments and not profile.allocators and not profile.extra_datasets
     # the default profile (make bench) is untouched: it keeps its own matrix
-    assert get_profile("default").max_images == 32
+    assert get_profile("default").settings["max_images"] == 32

@@ -25,6 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from imgbench.controls import resolve as resolve_settings
 from imgbench.profiles import get_profile
 
 PYTEST_OK = (0, 1)  # 1: some cases failed; they are rows with status=failed, still results
@@ -49,7 +50,7 @@ class CIPlan:
     parallel_counts: bool = True  # count base and head at once (each on its own core)
 
     def rounds_per_repeat(self) -> int:
-        total = self.rounds or get_profile(self.profile).rounds
+        total = self.rounds or resolve_settings(get_profile(self.profile), environ={}).rounds
         return max(1, math.ceil(total / self.repeats))
 
 

@@ -12,12 +12,17 @@ from __future__ import annotations
 import dataclasses
 import json
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal, Protocol
 
 from imgbench.measure.host import HostGate
 
-if TYPE_CHECKING:
-    from imgbench.measure.case import Case
+
+class Screened(Protocol):
+    """A case as ``Settings.for_case`` reads it (``imgbench.measure.case.Case``)."""
+
+    @property
+    def screen(self) -> bool: ...
+
 
 WORKER_IMPORTS = ("profile", "selected")
 PROCESS_MODELS = ("worker", "in-process")
@@ -63,7 +68,7 @@ class Settings:
         """A fresh gate with these settings (its reference is the runner's to carry)."""
         return HostGate(max_ratio=self.host_max_ratio, budget_s=self.host_budget_s)
 
-    def for_case(self, case: Case) -> Settings:
+    def for_case(self, case: Screened) -> Settings:
         """These settings as ``case`` is timed (a screening case, the loader matrix's:
         ``loader_rounds``)."""
         if case.screen and self.loader_rounds > 0:
