@@ -176,3 +176,22 @@ def test_an_engine_module_importing_a_higher_floor_fails(tmp_path: Path, stateme
     (tmp_path / "imgbench" / "measure" / "upward.py").write_text(statement)
     found = upward_imports(tmp_path)
     assert len(found) == 1 and found[0].startswith("imgbench.measure.upward (engine) imports")
+
+
+def stage_names_in_the_engine(src: Path, stages: set[str]) -> list[str]:
+    """``file:line`` of every string constant in ``imgbench/measure`` equal to a stage's name."""
+    found = []
+    for path in sorted((src / "imgbench" / "measure").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Constant) and node.value in stages:
+                found.append(f"{path.relative_to(src)}:{node.lineno}: {node.value!r}")
+    return found
+
+
+def test_the_engine_knows_no_stage_by_name() -> None:
+    """The stage facts the engine acts on are stamped on the cases by the registry."""
+    from imgbench.stages import STAGES
+
+    stages = {s.name for s in STAGES}
+    assert stages == {"read", "augment", "format", "loader"}
+    assert stage_names_in_the_engine(SRC, stages) == []
