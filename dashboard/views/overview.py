@@ -152,6 +152,11 @@ def render(view: View) -> None:
         title, *rest = verdict.lines()
         st.subheader(title)
         st.markdown("\n".join(f"- {line}" for line in rest))
+        if verdict.chosen is not None:
+            st.caption(
+                "With the real step measured here, the answer is the feed above, chosen by the "
+                "step's AU; the answer below ranks the CPU loader rows alone."
+            )
     found = answers(frame)
     if not found:
         st.info(f"No measured rows in the current filters: {BENCH_HINT}.")

@@ -144,3 +144,42 @@ def test_a_feed_without_a_stepped_row_says_its_au_was_not_measured() -> None:
     assert verdict.lines()[2] == (
         "the best feed: feed-float32-pinned+copy at 2,900 images/s, AU not measured"
     )
+
+
+def test_on_a_cuda_machine_the_answer_is_chosen_by_the_real_steps_au() -> None:
+    """The H100 rows: three feeds keep ResNet-50 at least 90% busy, all with 16 workers; the
+    answer is the fastest of them (the side-stream prefetcher, 97%), and the line says how it
+    was chosen. Lower every AU under 90% and it names the closest instead."""
+    import json
+
+    import pandas as pd
+
+    rows = pd.read_csv(Path(__file__).parent / "data" / "h100-gpu-rows.csv")
+    verdict = gpu_verdict(rows)
+    assert verdict is not None and verdict.chosen is not None and verdict.reaching == 3
+    assert (verdict.chosen.feed, verdict.chosen.workers) == ("uint8-prefetcher", 16)
+    assert verdict.lines()[-1] == (
+        "the answer here, chosen by the real step's AU: uint8-prefetcher keeps the step 97% busy "
+        "with 16 CPU workers (3,860 images/s; 3 feed(s) reach 90%, this one with the fewest workers)"
+    )
+    # fewer workers win over a faster feed: the pinned uint8 feed at 8 workers, still at 90%+
+    fewer = rows.copy()
+    pinned = fewer["variant"] == "feed-uint8-pinned+resnet50"
+    fewer.loc[pinned, "workers"] = 8
+    chosen = gpu_verdict(fewer).chosen  # type: ignore[union-attr]
+    assert chosen is not None and (chosen.feed, chosen.workers) == ("uint8-pinned", 8)
+
+    def halve_au(text: str) -> str:
+        extra = json.loads(text) if isinstance(text, str) else {}
+        if "au" in extra:
+            extra["au"] = extra["au"] / 2
+        return json.dumps(extra)
+
+    starved = rows.copy()
+    starved["extra_json"] = starved["extra_json"].map(halve_au)
+    verdict = gpu_verdict(starved)
+    assert verdict is not None and verdict.reaching == 0 and verdict.waiting
+    assert verdict.lines()[-1] == (
+        "the answer here, chosen by the real step's AU: no feed keeps the step 90% busy; the "
+        "closest, uint8-pinned, 50% with 16 CPU workers"
+    )

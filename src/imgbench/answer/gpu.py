@@ -32,6 +32,10 @@ class GpuVerdict:
     stepped: str | None = None  # that row's variant
     copy_images_per_s: float | None = None  # the `+copy` row's own rate (None: no such row)
     stepped_images_per_s: float | None = None  # the stepped row's own rate
+    # the answer on a machine with the step measured: chosen by the real step's AU (the feed that
+    # keeps it at least 90% busy with the fewest CPU workers), None where no feed fed the step
+    chosen: FedStep | None = None
+    reaching: int = 0  # how many fed feeds keep the step at least 90% busy
 
     @property
     def waiting(self) -> bool:
@@ -42,13 +46,32 @@ class GpuVerdict:
 
     def lines(self) -> list[str]:
         head = "yes" if self.waiting else "no"
-        return [
+        lines = [
             f"Is the GPU waiting? {head} ({self.device})",
             f"the step alone: {self.step_images_per_s:,.0f} images/s",
             self._feed_line(),
             f"it keeps {self.gpus_kept_at_90:.2f} such GPUs at 90% busy",
             f"bound by: {self.bound}",
         ]
+        if self.chosen is not None:
+            lines.append(self.answer_line())
+        return lines
+
+    def answer_line(self) -> str:
+        """The answer on this machine, chosen by the real step's AU and saying so."""
+        c = self.chosen
+        assert c is not None
+        workers = f"{c.workers} CPU worker{'s' if c.workers != 1 else ''}"
+        if self.reaching:
+            return (
+                f"the answer here, chosen by the real step's AU: {c.feed} keeps the step "
+                f"{c.au:.0%} busy with {workers} ({c.images_per_s:,.0f} images/s; "
+                f"{self.reaching} feed(s) reach {AU_TARGET:.0%}, this one with the fewest workers)"
+            )
+        return (
+            f"the answer here, chosen by the real step's AU: no feed keeps the step "
+            f"{AU_TARGET:.0%} busy; the closest, {c.feed}, {c.au:.0%} with {workers}"
+        )
 
     def _feed_line(self) -> str:
         """Each figure beside the row that measured it: the stepped row's rate and AU, the copy
@@ -63,6 +86,37 @@ class GpuVerdict:
         if self.stepped is None:
             parts[-1] += ", AU not measured"
         return "the best feed: " + "; copied alone: ".join(parts)
+
+
+@dataclass(frozen=True)
+class FedStep:
+    """A feed measured with the real step as its consumer (a `feed-*+<model>` row)."""
+
+    feed: str  # the feed's name (the row's `feed` parameter)
+    variant: str
+    workers: int  # the CPU workers (processes or threads) that feed it
+    images_per_s: float
+    au: float
+
+
+def chosen_by_au(stepped: pd.DataFrame) -> tuple[FedStep | None, int]:
+    """The feed that keeps the step at least 90% busy with the fewest CPU workers (then the
+    fastest), and how many reach 90%; where none does, the one with the highest AU."""
+    fed = [
+        FedStep(
+            feed=str(_params(row).get("feed", row["variant"])),
+            variant=str(row["variant"]),
+            workers=int(row["workers"]) if pd.notna(row.get("workers")) else 0,
+            images_per_s=float(row["images_per_s_median"]),
+            au=float(_extra(row)["au"]),
+        )
+        for _, row in stepped.iterrows()
+        if _extra(row).get("au") is not None
+    ]
+    reaching = [f for f in fed if f.au >= AU_TARGET]
+    if reaching:
+        return min(reaching, key=lambda f: (f.workers, -f.images_per_s)), len(reaching)
+    return (max(fed, key=lambda f: f.au) if fed else None), 0
 
 
 def _ok(frame: pd.DataFrame) -> pd.DataFrame:
@@ -110,6 +164,7 @@ def gpu_verdict(frame: pd.DataFrame) -> GpuVerdict | None:
     rate = max(copied, stepped_rate or 0.0)
     kept = rate / (AU_TARGET * step_rate)
     copy_row = str(best["variant"]).endswith("+copy")
+    chosen, reaching = chosen_by_au(stepped_rows)
     return GpuVerdict(
         device=str(_extra(best).get("device", "?")),
         step_images_per_s=step_rate,
@@ -121,6 +176,8 @@ def gpu_verdict(frame: pd.DataFrame) -> GpuVerdict | None:
         stepped=stepped_name,
         copy_images_per_s=copied if copy_row else None,
         stepped_images_per_s=stepped_rate,
+        chosen=chosen,
+        reaching=reaching,
     )
 
 
