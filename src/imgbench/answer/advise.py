@@ -1,4 +1,6 @@
-"""``imgbench advise --target IMAGES_PER_S``: which measured loader configurations feed that rate.
+"""``imgbench advise --target IMAGES_PER_S``: which measured loader configurations feed that rate;
+``--cores N [--step-rate R]``: the pick and the common default at N cores, a prediction or a bound
+(``imgbench.answer.scaling``), and the cores a step of R images/s needs.
 
 Reads loader rows (status ok, steady state: no emulated compute step, not the memory
 experiment), keeps the latest row of each configuration measured on this machine (all machines
@@ -415,7 +417,9 @@ def _table(rows: pd.DataFrame, title: str) -> Table:
 
 
 def advise_command(
-    target: Annotated[float, typer.Option("--target", help="images/s the training job needs")],
+    target: Annotated[
+        float | None, typer.Option("--target", help="images/s the training job needs")
+    ] = None,
     results: Annotated[
         Path, typer.Option("--results", help="folder or parquet file of results")
     ] = Path("results"),
@@ -424,18 +428,69 @@ def advise_command(
         str | None,
         typer.Option(help="only pipelines whose label contains this, e.g. 'torchvision' or 'lmdb'"),
     ] = None,
+    cores: Annotated[
+        int | None,
+        typer.Option(
+            "--cores",
+            help="the pick's and the common default's images/s at this many cores: a USL "
+            "prediction, or a bound where the rows cannot fit one",
+        ),
+    ] = None,
+    step_rate: Annotated[
+        float | None,
+        typer.Option(
+            "--step-rate", help="images/s a training step takes: the cores needed to keep it busy"
+        ),
+    ] = None,
 ) -> None:
-    """Which loader configurations reach a target images/s on this machine, and what limits them."""
-    from imgbench.machine import machine_info
+    """Which loader configurations reach a target images/s on this machine, and what limits them;
+    with --cores, what the rows say about a machine with that many cores."""
     from imgbench.results.store import load_results
 
-    console = Console()
-    if target <= 0:
-        raise typer.BadParameter("must be > 0", param_hint="--target")
+    if target is None and cores is None and step_rate is None:
+        raise typer.BadParameter("give --target, --cores or --step-rate", param_hint="--target")
+    for value, hint in ((target, "--target"), (cores, "--cores"), (step_rate, "--step-rate")):
+        if value is not None and value <= 0:
+            raise typer.BadParameter("must be > 0", param_hint=hint)
     if not results.exists():
         Console(stderr=True).print(f"[bold red]error:[/] no results at {results}")
         raise typer.Exit(2)
     frame = load_results(results).frame
+    console = Console()
+    if target is not None:
+        _print_target(console, frame, target, results, show, pipeline)
+    if cores is not None or step_rate is not None:
+        _print_scaling(console, frame, results, cores, step_rate)
+
+
+def _print_scaling(
+    console: Console, frame: pd.DataFrame, results: Path, cores: int | None, step_rate: float | None
+) -> None:
+    """The pick and the common default at ``cores`` cores, and the cores ``step_rate`` needs."""
+    from imgbench.answer.scaling import scaling_lines
+    from imgbench.machine import machine_info
+
+    lines = scaling_lines(frame, machine_info().machine_id, cores, step_rate)
+    if lines is None:
+        Console(stderr=True).print(
+            f"[bold red]error:[/] no loader answer in {results}: run `imgbench run -k loader` first"
+        )
+        raise typer.Exit(2)
+    for line in lines:
+        console.print(line, markup=False, highlight=False)
+
+
+def _print_target(
+    console: Console,
+    frame: pd.DataFrame,
+    target: float,
+    results: Path,
+    show: int,
+    pipeline: str | None,
+) -> None:
+    """The configurations that reach ``target`` (``imgbench advise --target``)."""
+    from imgbench.machine import machine_info
+
     advice = advise(frame, target, machine_info().machine_id, pipeline)
     if advice.reaching.empty and advice.others.empty:
         Console(stderr=True).print(
