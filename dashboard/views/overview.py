@@ -126,6 +126,21 @@ def render_disks(frame: pd.DataFrame) -> None:
         )
 
 
+def render_gpu(frame: pd.DataFrame) -> None:
+    """Is the GPU waiting, and (with the real step measured) the answer chosen by its AU."""
+    verdict = gpu_verdict(frame)
+    if verdict is None:
+        return
+    title, *rest = verdict.lines()
+    st.subheader(title)
+    st.markdown("\n".join(f"- {line}" for line in rest))
+    if verdict.chosen is not None:
+        st.caption(
+            "With the real step measured here, the answer is the feed above, chosen by the "
+            "step's AU; the answer below ranks the CPU loader rows alone."
+        )
+
+
 def render(view: View) -> None:
     st.title("Overview")
     frame = view.frame
@@ -147,16 +162,7 @@ def render(view: View) -> None:
     cols[4].metric("Skipped", int(counts.get("skipped", 0)) - legacy)
     cols[5].metric("Failed", int(counts.get("failed", 0)))
 
-    verdict = gpu_verdict(frame)
-    if verdict is not None:  # the accelerator half first, where the rows hold it (docs/gpu.md)
-        title, *rest = verdict.lines()
-        st.subheader(title)
-        st.markdown("\n".join(f"- {line}" for line in rest))
-        if verdict.chosen is not None:
-            st.caption(
-                "With the real step measured here, the answer is the feed above, chosen by the "
-                "step's AU; the answer below ranks the CPU loader rows alone."
-            )
+    render_gpu(frame)  # the accelerator half first, where the rows hold it (docs/gpu.md)
     found = answers(frame)
     if not found:
         st.info(f"No measured rows in the current filters: {BENCH_HINT}.")
