@@ -10,7 +10,7 @@ folder of original files and over each store, cold: every file of the source is 
 keeps an LMDB mapped would keep its pages cached). Each epoch is the whole set, shuffled (the
 training default) or in order (how im2rec's ``ImageRecordIter`` reads); the first epoch is a
 warm-up, images/s is the median of the others. On the real disk, and on the emulated HDD
-(``imgbench.storage``, root only: the stores copied onto a throttled loop device, this process
+(``imgbench.disks``, root only: the stores copied onto a throttled loop device, this process
 and its workers throttled) where it can be set up.
 
     .venv/bin/python lab/packing_figures.py [--disks none,hdd] [--orders shuffled,sequential]
@@ -100,8 +100,8 @@ def measure(store: Store, order: str, workers: int, batch: int, epochs: int) -> 
     import torch
     from torch.utils.data import DataLoader
 
+    from imgbench.loaders.libs.torch_dataloader import pin_worker_threads
     from imgbench.loaders.pipeline import PipelineConfig, SamplePipeline, batch_images, collate_for
-    from imgbench.loaders.torch_dataloader import pin_worker_threads
     from imgbench.measure.cache import evict, resident_fraction
 
     config = PipelineConfig(format=store.format)
@@ -156,13 +156,13 @@ def run_on(disk: str, stores: list[Store], args: argparse.Namespace) -> None:
 
     with ExitStack() as stack:
         if disk != "none":
-            from imgbench.storage.disk import (
+            from imgbench.disks.catalog import disk_profile
+            from imgbench.disks.disk import (
                 DiskUnavailableError,
                 emulated_disk,
                 image_bytes,
                 tree_bytes,
             )
-            from imgbench.storage.profiles import disk_profile
 
             size = sum(tree_bytes(s.path) for s in stores)
             try:

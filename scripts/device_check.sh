@@ -82,7 +82,7 @@ for name in ("kornia", "torchdata.nodes", "nvidia.nvimgcodec", "nvidia.dali"):
 PY
 IMGBENCH=("$PY" -m imgbench.cli)
 "${IMGBENCH[@]}" --help >/dev/null || export PYTHONPATH="$PWD/src${PYTHONPATH:+:$PYTHONPATH}"
-"$PY" -c "import imgbench.gpu.cases, imgbench.pytest_plugin; print('imgbench imports')" || true
+"$PY" -c "import imgbench.loaders.gpu.cases, imgbench.pytest_plugin; print('imgbench imports')" || true
 [ -n "${DEVICE_CHECK_INSTALL_ONLY:-}" ] && exit 0  # how the install steps are tested without a GPU
 
 # 2. the dataset (cached; nothing to do when built), then the profile. 16 DataLoader workers hold

@@ -103,7 +103,7 @@ class ToyLoader:
         self.collate = collate_for(pipeline.config)
 
     def batches(self):
-        from imgbench.loaders.threads import endless_batches
+        from imgbench.loaders.libs.threads import endless_batches
 
         self.pipeline.build()
         for indices in endless_batches(len(self.pipeline), self.batch_size):

@@ -36,10 +36,10 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
         ),
     ),
     # what a run reads and writes: datasets, result rows, the emulated disks' catalogue
-    ("data", ("imgbench.datasets", "imgbench.results", "imgbench.storage.profiles")),
+    ("data", ("imgbench.datasets", "imgbench.results", "imgbench.disks.catalog")),
     ("engine", ("imgbench.measure",)),
     # real servers and devices a run starts and stops: S3, emulated disks
-    ("services", ("imgbench.objectstore", "imgbench.storage")),
+    ("services", ("imgbench.objectstore", "imgbench.disks")),
     (
         "control plane",
         (
@@ -60,8 +60,6 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "imgbench.augment",
             "imgbench.formats",
             "imgbench.loaders",
-            "imgbench.gpu",
-            "imgbench.native",
         ),
     ),
     (

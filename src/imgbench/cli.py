@@ -42,7 +42,7 @@ _SUBCOMMANDS: list[tuple[str, typer.Typer, str]] = [
     ("profile", app, "imgbench.profiling.cli:profile_command"),
     ("export", app, "imgbench.export.cli:export_command"),
     ("final", app, "imgbench.final.cli:final_command"),
-    ("disk", app, "imgbench.storage.cli:disk_app"),
+    ("disk", app, "imgbench.disks.cli:disk_app"),
     *((s.verify_name, verify_app, s.verify_command) for s in STAGES if s.verify_command),
 ]
 for _name, _parent, _target in _SUBCOMMANDS:
@@ -180,7 +180,7 @@ def run(
         sessions, chosen, results, keyword, pytest_args or [], child_env, env_name, plan
     )
     if any(s.disk is not None for s in sessions):
-        from imgbench.storage.records import cleanup_leftovers
+        from imgbench.disks.records import cleanup_leftovers
 
         cleanup_leftovers()  # a disk session killed outright (kill -9, OOM) leaves nothing
     if codes and codes[-1] in (0, 1, 5) and measure == "wall":
@@ -296,8 +296,8 @@ def _set_controls(chosen: Profile, assignments: list[str]) -> None:
 
 def _check_disk(disk: str) -> None:
     """An emulated disk that exists and can be set up here, or one line saying why not."""
-    from imgbench.storage.disk import unavailable_reason
-    from imgbench.storage.profiles import PROFILES
+    from imgbench.disks.catalog import PROFILES
+    from imgbench.disks.disk import unavailable_reason
 
     if disk not in PROFILES:
         raise fail(f"--disk must be one of {', '.join(PROFILES)}, not {disk!r}")
@@ -408,7 +408,7 @@ def _drop_unavailable_disks(sessions: list[Any]) -> list[Any]:
     disks = [s.disk for s in sessions if s.disk is not None]
     if not disks:
         return sessions
-    from imgbench.storage.disk import unavailable_reason
+    from imgbench.disks.disk import unavailable_reason
 
     reason = unavailable_reason()
     if reason is None:
@@ -643,7 +643,7 @@ def env(ctx: typer.Context) -> None:
             "[green]available[/]" if status.available else f"[red]unavailable[/]: {status.reason}",
         )
     console.print(table)
-    from imgbench.storage.disk import unavailable_reason
+    from imgbench.disks.disk import unavailable_reason
 
     disk = unavailable_reason()
     console.print(

@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from imgbench.disks.catalog import PROFILES
 from imgbench.measure.allocator import ALLOCATORS
 from imgbench.measure.context import CaseContext
 from imgbench.measure.settings import (
@@ -26,7 +27,6 @@ from imgbench.measure.settings import (
 from imgbench.paths import looks_like_path
 from imgbench.plan import override
 from imgbench.profiles import Profile
-from imgbench.storage.profiles import PROFILES
 
 if TYPE_CHECKING:
     from imgbench.datasets import Dataset

@@ -60,7 +60,7 @@ class Profile:
     # Checked when a session resolves its settings (imgbench.controls). In pyproject.toml:
     # [tool.imgbench.profiles.NAME.settings], or a control's name at the profile's top level
     settings: Mapping[str, Any] = field(default_factory=dict)
-    # emulated disks (imgbench.storage.profiles) `imgbench run` adds a session on each, plus one
+    # emulated disks (imgbench.disks.catalog) `imgbench run` adds a session on each, plus one
     # on the real disk, running the stages named in disk_plans with those plans: each format's
     # cold reads on both disks in one run (docs/disks.md). Skipped with one line where emulated
     # disks cannot be set up. real_disk_plans: the real-disk session's further overrides

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from imgbench.controls import resolve
+from imgbench.disks.catalog import PROFILES
 from imgbench.measure.allocator import ALLOCATORS
 from imgbench.measure.layout import LAYOUTS
 from imgbench.measure.settings import (
@@ -22,7 +23,6 @@ from imgbench.measure.settings import (
     parse_assignments,
 )
 from imgbench.profiles import Profile
-from imgbench.storage.profiles import PROFILES
 
 
 def _ms(value: float | None) -> float | None:

@@ -23,6 +23,9 @@ import pytest
 from imgbench import session_output as out
 from imgbench.benchmark_shim import claim, record_samples
 from imgbench.controls import DatasetPathError, session_dataset
+from imgbench.disks.disk import DiskUnavailableError
+from imgbench.disks.records import cleanup_leftovers
+from imgbench.disks.session import DiskSession
 from imgbench.envs import unmeasured_reason
 from imgbench.errors import one_line
 from imgbench.measure.case import Case
@@ -35,9 +38,6 @@ from imgbench.pytest_options import add_options, settings_from
 from imgbench.results.location import ResultsLocation, ResultsLocationError, results_location
 from imgbench.results.store import rows_table
 from imgbench.stages import STAGES, planner, profile_imports, worker_preload
-from imgbench.storage.disk import DiskUnavailableError
-from imgbench.storage.records import cleanup_leftovers
-from imgbench.storage.session import DiskSession
 
 # Set by `imgbench run` so that its sessions (environments, datasets) share one group id.
 RUN_GROUP_ENV = "IMGBENCH_RUN_GROUP"

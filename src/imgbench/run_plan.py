@@ -144,9 +144,9 @@ def session_case_ids(
 ) -> list[tuple[str, str]]:
     """(stage, case id) of the cases a session runs of its environment, those ``-k keyword``
     selects where pytest's parser reads it."""
+    from imgbench.disks.catalog import DISK_PASS
     from imgbench.measure.case import with_allocator
     from imgbench.stages import STAGES, stage_cases
-    from imgbench.storage.profiles import DISK_PASS
 
     choice = ProfileChoice(
         profile.name,

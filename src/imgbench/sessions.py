@@ -38,7 +38,7 @@ class Session:
     measure: str = (
         "wall"  # or "instructions": counted under callgrind (imgbench.measure.instructions)
     )
-    # a disk session: the profile's disk_plans on this disk (imgbench.storage.profiles;
+    # a disk session: the profile's disk_plans on this disk (imgbench.disks.catalog;
     # ``none``: the real disk's pass)
     disk: str | None = None
 

@@ -15,12 +15,12 @@ from typing import TYPE_CHECKING, Literal
 
 from imgbench.attrs import load_attr
 from imgbench.augment.plan import AugmentPlan
+from imgbench.disks.catalog import DISK_PASS
 from imgbench.formats.plan import FormatPlan
 from imgbench.loaders.plan import LoaderPlan
 from imgbench.measure.case import Case, with_allocator
 from imgbench.plan import StagePlan
 from imgbench.readers.plan import ReadPlan
-from imgbench.storage.profiles import DISK_PASS
 
 if TYPE_CHECKING:
     from imgbench.library import LibrarySpec

@@ -48,7 +48,7 @@ def _base_repo(tmp_path_factory: pytest.TempPathFactory, name: str) -> Path:
 @pytest.fixture(scope="module")
 def repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
     repo = _base_repo(tmp_path_factory, "repo")
-    reader = repo / "src/imgbench/readers/pillow.py"
+    reader = repo / "src/imgbench/readers/libs/pillow.py"
     marker = "    def decode(self, data: bytes) -> np.ndarray:\n"
     text = reader.read_text()
     assert marker in text, "the Pillow adapter changed shape; update this test"

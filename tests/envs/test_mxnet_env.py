@@ -130,7 +130,7 @@ def test_imdecode_verifies_on_real_photos_and_names_bad_files(
 
 # after the reader's checks, in the same interpreter: MXNet's own writer
 _MX_WRITE_SCRIPT = """
-from imgbench.loaders.mxnet_recordio import import_mxnet
+from imgbench.loaders.libs.mxnet_recordio import import_mxnet
 mx = import_mxnet()
 out = Path(sys.argv[2])
 payloads = json.loads((out / "payloads.json").read_text())
@@ -147,7 +147,7 @@ def _recordio_payloads(folder: Path) -> list[bytes]:
     words inside the data (multi-part records) included; the payloads."""
     import struct
 
-    from imgbench.formats import recordio
+    from imgbench.formats.libs import recordio
     from tests.readers.images import photo_bytes
 
     magic = struct.pack("<I", recordio.MAGIC)

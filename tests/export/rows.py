@@ -44,7 +44,7 @@ def loader_row(
 
 
 def dali_row(threads: int, documented: bool = False) -> dict[str, Any]:
-    from imgbench.loaders.dali import DOCUMENTED, dali_case
+    from imgbench.loaders.libs.dali import DOCUMENTED, dali_case
 
     return row_of(dali_case(PLAN, threads, documented=DOCUMENTED if documented else None))
 

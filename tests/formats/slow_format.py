@@ -6,8 +6,8 @@ import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-from imgbench.formats import lmdb as real
 from imgbench.formats.base import FormatSpec, Record, WritePlan
+from imgbench.formats.libs import lmdb as real
 
 Reader = real.Reader
 

@@ -8,8 +8,8 @@ import pytest
 
 lmdb = pytest.importorskip("lmdb")
 
-from imgbench.formats import lmdb as lmdb_format  # noqa: E402
 from imgbench.formats.base import Record, WritePlan  # noqa: E402
+from imgbench.formats.libs import lmdb as lmdb_format  # noqa: E402
 
 
 def test_a_store_larger_than_the_first_map_is_written_whole(

@@ -8,8 +8,8 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from imgbench.formats import parquet as parquet_format
 from imgbench.formats.base import FormatMeta, Record, WritePlan
+from imgbench.formats.libs import parquet as parquet_format
 
 
 def _records(n: int) -> list[Record]:

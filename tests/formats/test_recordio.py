@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from imgbench.formats.recordio import (
+from imgbench.formats.libs.recordio import (
     IR_HEADER,
     MAGIC,
     encode_record,

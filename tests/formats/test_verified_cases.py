@@ -150,7 +150,7 @@ def test_difference_says_what_differs(photo_manifest: Manifest) -> None:
 def test_the_decode_check_compares_with_the_reference_decode(
     photo_manifest: Manifest, tmp_path: Path
 ) -> None:
-    from imgbench.readers.pillow import PillowReader
+    from imgbench.readers.libs.pillow import PillowReader
 
     spec = registry.get_format("sqlite")
     entries = photo_manifest.entries[:3]

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from imgbench.formats import sqlite as real
 from imgbench.formats.base import FormatSpec
+from imgbench.formats.libs import sqlite as real
 
 SPEC = FormatSpec(
     name="wrong-labels-sqlite", library="broken", variant="swaps-labels", module=__name__

@@ -12,14 +12,20 @@ from typing import Any
 import pytest
 import torch
 
-from imgbench.gpu.cases import DALI_WHEEL, dali_missing, plan_cases, prepare_gpu
-from imgbench.gpu.device import NO_CUDA, cuda_missing
-from imgbench.gpu.feed import DeviceFeed, SideStreamPrefetcher, normalise
-from imgbench.gpu.feeds import FEEDS
-from imgbench.gpu.ops import GpuAugment, GpuDecoder, collate_bytes, decode_batch, encoded_tensor
-from imgbench.gpu.step import StepCompute, TrainStep, cached_rate
 from imgbench.loaders.cases import loader_cases
 from imgbench.loaders.checks import NORM_HIGH, NORM_LOW
+from imgbench.loaders.gpu.cases import DALI_WHEEL, dali_missing, plan_cases, prepare_gpu
+from imgbench.loaders.gpu.device import NO_CUDA, cuda_missing
+from imgbench.loaders.gpu.feed import DeviceFeed, SideStreamPrefetcher, normalise
+from imgbench.loaders.gpu.feeds import FEEDS
+from imgbench.loaders.gpu.ops import (
+    GpuAugment,
+    GpuDecoder,
+    collate_bytes,
+    decode_batch,
+    encoded_tensor,
+)
+from imgbench.loaders.gpu.step import StepCompute, TrainStep, cached_rate
 from imgbench.loaders.plan import LoaderPlan
 from imgbench.profiles import get_profile
 from tests.gpu.conftest import make_context
@@ -51,7 +57,7 @@ def test_the_cpu_device_is_always_available_and_cuda_says_why_not() -> None:
 
 
 def test_a_row_whose_library_is_missing_says_so_after_cuda() -> None:
-    from imgbench.gpu.cases import _available
+    from imgbench.loaders.gpu.cases import _available
 
     assert _available("cpu", ("torch",), None) is None
     why = _available("cpu", ("no_such_module_xyz",), None)

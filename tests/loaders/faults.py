@@ -98,7 +98,8 @@ HUNG_JOIN_S = 1.0
 def pytest_configure(config: pytest.Config) -> None:
     import torch.utils.data._utils as torch_data_utils
 
-    from imgbench.loaders import cases, threads
+    from imgbench.loaders import cases
+    from imgbench.loaders.libs import threads
 
     cases.loader_cases = fault_cases  # type: ignore[assignment]
     torch_data_utils.MP_STATUS_CHECK_INTERVAL = HUNG_JOIN_S

@@ -19,9 +19,9 @@ from typing import Any
 def probe(photo_dir: Path, bad_dir: Path) -> dict[str, Any]:
     """The first batch of the photos plus the bad files (checked as the loader stage checks it),
     what was left out, and the error of a pool of bad files only."""
-    from imgbench.loaders import mxnet_recordio
     from imgbench.loaders.base import LoaderError, deadline
     from imgbench.loaders.checks import check_batch, expectation
+    from imgbench.loaders.libs import mxnet_recordio
     from imgbench.loaders.pipeline import FileSource, SamplePipeline
     from imgbench.loaders.registry import pipeline_config
 

@@ -42,7 +42,7 @@ from imgbench.loaders.plan import LoaderPlan
 from imgbench.loaders.registry import pipeline_config
 from imgbench.measure.context import CaseContext
 from imgbench.profiles import get_profile
-from imgbench.readers.pillow import PillowReader, pil_to_rgb8, pil_to_rgb_image
+from imgbench.readers.libs.pillow import PillowReader, pil_to_rgb8, pil_to_rgb_image
 
 COMMON_DEFAULT = pipeline_config("common-default")
 
@@ -121,7 +121,7 @@ def test_no_numpy_round_trip_between_pillow_and_torchvision(photo_ctx: CaseConte
     assert len(_named(seen, "PIL.Image", "convert")) >= 4  # ImageFolder's convert("RGB")
     assert _named(seen, "PIL.Image", "fromarray") == []
     assert _named(seen, "imgbench.augment.base", "make_input") == []
-    assert _named(seen, "imgbench.readers.pillow", "pil_to_rgb8") == []
+    assert _named(seen, "imgbench.readers.libs.pillow", "pil_to_rgb8") == []
     taken = [
         frame.f_locals["self"].size for frame in _named(seen, "PIL.Image", "__array_interface__")
     ]

@@ -14,8 +14,9 @@ import pytest
 from PIL import Image
 
 from imgbench.library import missing_module
-from imgbench.loaders import cases, dali
+from imgbench.loaders import cases
 from imgbench.loaders.base import LoaderError, deadline
+from imgbench.loaders.libs import dali
 from imgbench.loaders.pipeline import FileSource, PipelineConfig, SamplePipeline
 from imgbench.loaders.plan import LoaderPlan
 from imgbench.measure.context import CaseContext

@@ -13,9 +13,10 @@ import pytest
 
 from imgbench.augment import spec
 from imgbench.library import missing_module
-from imgbench.loaders import cases, dali
+from imgbench.loaders import cases
 from imgbench.loaders.base import LoaderError, deadline
 from imgbench.loaders.documented import AS_DOCUMENTED, ROI, SAME_RECIPE
+from imgbench.loaders.libs import dali
 from imgbench.loaders.pipeline import FileSource, PipelineConfig, SamplePipeline
 from imgbench.loaders.plan import LoaderPlan
 from imgbench.loaders.registry import loaders
@@ -177,7 +178,7 @@ def test_dali_as_documented_names_a_truncated_and_a_zero_byte_file(
 
 # -- SPDL's per-batch tasks, torchdata.nodes' batch map, the DataLoader of PyTorch's example ------
 def _documented_case(library: str, **kw):  # type: ignore[no-untyped-def]
-    from imgbench.loaders import torch_dataloader
+    from imgbench.loaders.libs import torch_dataloader
     from imgbench.loaders.registry import get_loader, pipeline_config
     from imgbench.stages import load_attr
 

@@ -69,7 +69,7 @@ def test_a_dataloader_case_under_a_long_tmpdir_fails_naming_the_folder(
 ) -> None:
     import tempfile
 
-    from imgbench.loaders.torch_dataloader import TorchLoader
+    from imgbench.loaders.libs.torch_dataloader import TorchLoader
 
     folder = _folder(tmp_path, 90)
     monkeypatch.setattr(tempfile, "tempdir", str(folder))

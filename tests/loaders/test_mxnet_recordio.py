@@ -19,7 +19,7 @@ import pytest
 
 from imgbench.augment import spec
 from imgbench.loaders.cases import loader_cases
-from imgbench.loaders.mxnet_recordio import content_kind, recipe_options, truncated_jpeg
+from imgbench.loaders.libs.mxnet_recordio import content_kind, recipe_options, truncated_jpeg
 from imgbench.loaders.plan import LoaderPlan
 from imgbench.paths import repo_root
 from imgbench.profiles import get_profile

@@ -17,7 +17,7 @@ CHILD = textwrap.dedent(
     import sys, time
     import cv2, numpy as np, torch
     from torch.utils.data import DataLoader
-    from imgbench.loaders.torch_dataloader import pin_worker_threads
+    from imgbench.loaders.libs.torch_dataloader import pin_worker_threads
     from exported_pins import pin_opencv
 
     cv2.setNumThreads(4)

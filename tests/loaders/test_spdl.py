@@ -19,8 +19,8 @@ from imgbench.loaders.plan import LoaderPlan
 from imgbench.loaders.registry import pipeline_config
 from imgbench.measure.context import CaseContext
 from imgbench.profiles import get_profile
+from imgbench.readers.libs.spdl import ffmpeg_problem
 from imgbench.readers.registry import find_spec
-from imgbench.readers.spdl import ffmpeg_problem
 from tests.loaders.bad_files import BAD_FILES, first_error, folder
 
 pytest.importorskip("spdl.pipeline")

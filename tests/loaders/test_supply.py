@@ -29,7 +29,7 @@ from imgbench.measure.context import CaseContext
 from imgbench.measure.errors import Skip
 from imgbench.profiles import get_profile
 from imgbench.readers.base import JPEG_ONLY, BytesReader, ReaderSpec
-from imgbench.readers.pillow import PillowReader
+from imgbench.readers.libs.pillow import PillowReader
 from imgbench.readers.registry import find_spec, readers
 
 HERE = "tests.loaders.test_supply"

@@ -25,8 +25,8 @@ from PIL import Image
 from imgbench.augment.tasks import COLOURS, OCR_HEADS
 from imgbench.datasets import pairs
 from imgbench.datasets.pairs_synth import generate_pairs
-from imgbench.loaders import keras, tfdata
 from imgbench.loaders.checks import check_batch, expectation
+from imgbench.loaders.libs import keras, tfdata
 from imgbench.loaders.pipeline import FileSource, HeadsSource, PairSource, SamplePipeline
 from imgbench.loaders.registry import pipeline_config
 

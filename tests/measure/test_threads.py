@@ -8,7 +8,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from imgbench.formats import parquet as parquet_format
+from imgbench.formats.libs import parquet as parquet_format
 from imgbench.measure.threads import thread_limits
 
 

@@ -92,7 +92,7 @@ def test_batched_workload_times_full_batches_of_verified_images(folder: Path) ->
 
 def test_batched_error_names_the_item_of_the_batch() -> None:
     pytest.importorskip("nvidia.nvimgcodec")
-    from imgbench.readers.nvimgcodec import NvimgcodecBatched
+    from imgbench.readers.libs.nvimgcodec import NvimgcodecBatched
 
     reader = NvimgcodecBatched(threads=1)
     jpeg = photo_bytes("coffee", "jpeg")

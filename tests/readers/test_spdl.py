@@ -8,8 +8,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from imgbench.readers.libs.spdl import SpdlDecodeError, ffmpeg_problem
 from imgbench.readers.registry import build_reader, find_spec
-from imgbench.readers.spdl import SpdlDecodeError, ffmpeg_problem
 from imgbench.readers.verify import reference_decode, tolerance, verify_item
 from tests.readers.images import PHOTOS, photo_bytes
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from imgbench.native.tjbench import (
+from imgbench.readers.libs.tjbench import (
     TjbenchError,
     decode_seconds,
     parse_seconds_per_image,

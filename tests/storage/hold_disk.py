@@ -5,8 +5,8 @@ from __future__ import annotations
 import sys
 import time
 
-from imgbench.storage.disk import emulated_disk
-from imgbench.storage.profiles import disk_profile
+from imgbench.disks.catalog import disk_profile
+from imgbench.disks.disk import emulated_disk
 
 if __name__ == "__main__":
     with emulated_disk(disk_profile(sys.argv[1]), 64 * 2**20 * 4) as disk:

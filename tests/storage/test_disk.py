@@ -12,10 +12,10 @@ import pytest
 from typer.testing import CliRunner
 
 from imgbench.cli import app
-from imgbench.storage import cgroup
-from imgbench.storage.disk import DiskUnavailableError, emulated_disk, unavailable_reason
-from imgbench.storage.profiles import PROFILES, disk_profile
-from imgbench.storage.records import cleanup_leftovers, loops_of, mounted, records
+from imgbench.disks import cgroup
+from imgbench.disks.catalog import PROFILES, disk_profile
+from imgbench.disks.disk import DiskUnavailableError, emulated_disk, unavailable_reason
+from imgbench.disks.records import cleanup_leftovers, loops_of, mounted, records
 
 REASON = unavailable_reason()
 needs_disk = pytest.mark.skipif(REASON is not None, reason=f"emulated disk: {REASON}")
@@ -141,7 +141,7 @@ def test_cleanup_command_and_refusal_without_root() -> None:
     assert done.exit_code == 0, done.output
     _clean(mount, str(mount.parent / "disk.img"), group)
     # as an unprivileged user: one clear line, nothing set up
-    code = "from imgbench.storage.disk import unavailable_reason as r; print(r())"
+    code = "from imgbench.disks.disk import unavailable_reason as r; print(r())"
     done = subprocess.run(
         ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", sys.executable, "-c", code],
         capture_output=True,

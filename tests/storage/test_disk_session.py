@@ -17,9 +17,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from imgbench.storage.cgroup import GROUP_PREFIX, find_controller
-from imgbench.storage.disk import unavailable_reason
-from imgbench.storage.records import records
+from imgbench.disks.cgroup import GROUP_PREFIX, find_controller
+from imgbench.disks.disk import unavailable_reason
+from imgbench.disks.records import records
 from tests.conftest import run_pytest
 from tests.shared_runs import BENCHES, REPO, write_photos
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import pandas as pd
 
-from imgbench.gpu.feeds import GPU_DECODE_FEEDS
+from imgbench.loaders.gpu.feeds import GPU_DECODE_FEEDS
 
 
 def _extra(row: pd.Series) -> dict[str, Any]:

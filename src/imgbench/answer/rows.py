@@ -36,7 +36,7 @@ DECODE_ONLY = "none"  # imgbench.loaders.pipeline.NO_AUGMENT
 FILES = "files"  # imgbench.loaders.pipeline.FILES: the dataset's own image files
 STORAGE_CEILING_PREFIX = "raw"
 EXPERIMENT_SUFFIX = "experiment"
-DISK_PASS = "disk_pass"  # imgbench.storage.profiles.DISK_PASS: a disk session's rows
+DISK_PASS = "disk_pass"  # imgbench.disks.catalog.DISK_PASS: a disk session's rows
 REFERENCE_LOADER = "torch-dataloader"  # the loader the common default uses
 CLASSIFICATION = "classification"  # the task of rows that name none (imgbench.augment.tasks)
 # a legacy skipped row (before the plugin left them to their own session): not a real reason

@@ -1,4 +1,4 @@
-"""Every augmentation library imgbench measures. Adding one is an adapter file plus an entry here.
+"""Every augmentation library imgbench measures. A new one: an adapter in ``libs/`` + an entry.
 
 An adapter module exposes ``transforms(input_kind)`` and ``pipelines(input_kind)``: dicts from
 transform or pipeline name to a builder of an ``Op`` (base.py). Libraries are imported only
@@ -86,7 +86,7 @@ LIBRARIES: tuple[AugmentLibrary, ...] = (
         library="albumentations",
         variant="numpy",
         quick=True,
-        module="imgbench.augment.albumentations",
+        module="imgbench.augment.libs.albumentations",
         requires=("cv2", "albumentations"),
         dist="albumentations",
         input="hwc-uint8",
@@ -97,7 +97,7 @@ LIBRARIES: tuple[AugmentLibrary, ...] = (
         library="torchvision",
         variant="v2-tensor",
         quick=True,
-        module="imgbench.augment.torchvision",
+        module="imgbench.augment.libs.torchvision",
         requires=("torch", "torchvision"),
         dist="torchvision",
         input="chw-uint8-tensor",
@@ -108,7 +108,7 @@ LIBRARIES: tuple[AugmentLibrary, ...] = (
     AugmentLibrary(
         library="torchvision",
         variant="v2-pil",
-        module="imgbench.augment.torchvision",
+        module="imgbench.augment.libs.torchvision",
         requires=("torch", "torchvision", "PIL"),
         dist="torchvision",
         input="pil",
@@ -118,7 +118,7 @@ LIBRARIES: tuple[AugmentLibrary, ...] = (
     AugmentLibrary(
         library="kornia",
         variant="tensor",
-        module="imgbench.augment.kornia",
+        module="imgbench.augment.libs.kornia",
         requires=("torch", "kornia"),
         dist="kornia",
         input="chw-float-tensor",
@@ -130,7 +130,7 @@ LIBRARIES: tuple[AugmentLibrary, ...] = (
         library="pillow",
         variant="pil",
         quick=True,
-        module="imgbench.augment.pillow",
+        module="imgbench.augment.libs.pillow",
         requires=("PIL",),
         dist="pillow",
         input="pil",
@@ -139,7 +139,7 @@ LIBRARIES: tuple[AugmentLibrary, ...] = (
     AugmentLibrary(
         library="opencv",
         variant="numpy",
-        module="imgbench.augment.opencv",
+        module="imgbench.augment.libs.opencv",
         requires=("cv2",),
         dist="opencv-python-headless",
         input="hwc-uint8",
@@ -151,7 +151,7 @@ LIBRARIES: tuple[AugmentLibrary, ...] = (
     AugmentLibrary(
         library="pillow-simd",
         variant="pil",
-        module="imgbench.augment.pillow",
+        module="imgbench.augment.libs.pillow",
         requires=("PIL",),
         dist="pillow-simd",
         environment="pillow-simd",
@@ -163,7 +163,7 @@ LIBRARIES: tuple[AugmentLibrary, ...] = (
     AugmentLibrary(
         library="albumentationsx",
         variant="numpy",
-        module="imgbench.augment.albumentations",
+        module="imgbench.augment.libs.albumentations",
         requires=("cv2", "albumentations"),
         dist="albumentationsx",
         environment="albumentationsx",

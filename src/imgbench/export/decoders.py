@@ -1,7 +1,7 @@
 """The decoder of an exported module: ``decode(data: bytes)`` as the row's reader calls it.
 
 One entry per readers-registry key (``library/variant``) of a full-size decode: the same call,
-flags and colour handling as imgbench's adapter (``imgbench.readers.<library>``), returning a
+flags and colour handling as imgbench's adapter (``imgbench.readers.libs.<library>``), returning a
 C-contiguous HxWx3 uint8 RGB array. The pixel policy's ``to_rgb8`` (16-bit, gray, alpha) is
 copied from ``imgbench.readers.pixels`` where the adapter uses it. Pillow is the exception
 when the recipe takes PIL images: it hands the PIL image on (``Image.open(...).convert("RGB")``,
@@ -21,7 +21,7 @@ class DecoderCode:
     imports: tuple[str, ...]
     code: str  # defines ``decode(data: bytes)``
     policy: bool = False  # uses ``to_rgb8`` (copied from imgbench.readers.pixels)
-    torch_hwc: bool = False  # uses ``_tensor``/``_hwc`` (copied from imgbench.readers.torchvision)
+    torch_hwc: bool = False  # uses ``_tensor``/``_hwc`` (from imgbench.readers.libs.torchvision)
 
 
 _PILLOW = DecoderCode(
@@ -224,7 +224,7 @@ def decoder_code(key: str, pil_recipe: bool) -> DecoderCode:
     if not code.torch_hwc:
         return code
     copied = "\n\n\n".join(
-        definition("imgbench.readers.torchvision", name) for name in ("_tensor", "_hwc")
+        definition("imgbench.readers.libs.torchvision", name) for name in ("_tensor", "_hwc")
     )
     return replace(code, code=f"{_TORCH_WARNINGS}\n\n{copied}\n{code.code}", torch_hwc=False)
 

@@ -1,7 +1,7 @@
 """The loader of an exported module: ``make_loader(root, batch_size, epochs=1)`` per loader kind,
 built with the row's settings (written out as constants above it by ``imgbench.export.module``).
 
-Each template is the imgbench adapter's construction (``imgbench.loaders.<kind>``) as a user
+Each template is the imgbench adapter's construction (``imgbench.loaders.libs.<kind>``) as a user
 writes it in a training script: the adapters' endless sampler (one iterator over reshuffled
 epochs, so the harness times the steady state) becomes ``epochs`` reshuffled passes, and what
 only a harness needs (worker pid tracking, deadlines, failure diagnosis) is left out.

@@ -357,7 +357,7 @@ def _settings(row: Mapping[str, Any], params: Mapping[str, Any], env: Mapping[st
         values["SHAPE"] = str(params.get("spdl_shape") or "per-sample")
     if library == "dali":
         values["DEVICE"] = str(params.get("dali_device") or "cpu")
-        from imgbench.loaders.dali import FULL_DECODE
+        from imgbench.loaders.libs.dali import FULL_DECODE
 
         values["DECODE"] = str(params.get("dali_decode") or FULL_DECODE)
     lines = ["# the row's settings (its params_json)"]

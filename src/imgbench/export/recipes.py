@@ -1,7 +1,7 @@
 """The recipe of an exported module, in the row's augmentation library: ``prepare()`` builds it
 once per process, ``augment(image)`` runs it on the decoder's output (after ``to_input``).
 
-Each library's code is its adapter's own definitions (``imgbench.augment.<library>``, and the
+Each library's code is its adapter's own definitions (``imgbench.augment.libs.<library>``, and the
 torchvision-style sampling of ``imgbench.augment.handmade`` for the hand-written Pillow and
 OpenCV baselines), copied with ``imgbench.export.copied``, so the steps and the constants are
 those the rows ran; only the few lines that call them are written here. Recipes: the two the
@@ -70,7 +70,7 @@ def augment(image):
 
 
 def _albumentations(uint8: bool) -> str:
-    module = "imgbench.augment.albumentations"
+    module = "imgbench.augment.libs.albumentations"
     names = ["X", "_RENAMED", "_ranges", "SEED", "AREA", "_random_jitter", "_train"]
     parts = [*_IMAGENET, *_CHW, *[(module, n) for n in names]]
     steps = "_train()[:-1]" if uint8 else "_train()"  # train-uint8: no Normalize
@@ -94,7 +94,7 @@ def augment(image: np.ndarray) -> np.ndarray:
 
 
 def _torchvision(pil: bool, uint8: bool) -> str:
-    module = "imgbench.augment.torchvision"
+    module = "imgbench.augment.libs.torchvision"
     parts = [*_IMAGENET, *[(module, n) for n in ("_to_float", "_normalize", "_train_steps")]]
     to_tensor = "v2.ToImage(), " if pil else ""
     to_float = "" if uint8 else "_to_float(), _normalize()"
@@ -147,11 +147,11 @@ def recipe_code(augment: str, recipe: str) -> RecipeCode:
         return RecipeCode(imports, code, "pil" if pil else "chw-uint8-tensor", uint8)
     if library in ("pillow", "pillow-simd") and augment.endswith("/pil"):
         imports = ("import math", "import random", _TYPING, "from PIL import Image, ImageEnhance")
-        code = _handmade("imgbench.augment.pillow", _PILLOW_NAMES, uint8)
+        code = _handmade("imgbench.augment.libs.pillow", _PILLOW_NAMES, uint8)
         return RecipeCode(imports, code, "pil", uint8)
     if augment == "opencv/numpy":
         imports = ("import math", "import random", _TYPING, "import cv2")
-        code = _handmade("imgbench.augment.opencv", _OPENCV_NAMES, uint8)
+        code = _handmade("imgbench.augment.libs.opencv", _OPENCV_NAMES, uint8)
         return RecipeCode(imports, code, "hwc-uint8", uint8)
     raise NoRecipeError(
         f"augmentation {augment!r}: no export template (the export writes albumentations, "
@@ -160,10 +160,10 @@ def recipe_code(augment: str, recipe: str) -> RecipeCode:
 
 
 def dali_recipe() -> str:
-    """DALI's graph of the train recipe, the DALI loader's own (``imgbench.loaders.dali``): the
+    """DALI's graph of the train recipe, the DALI loader's own (``imgbench.loaders.libs.dali``): the
     full decode and random_resized_crop, or the as-documented ROI decode and resize (``DECODE``,
     the row's ``dali_decode``)."""
-    dali = "imgbench.loaders.dali"
+    dali = "imgbench.loaders.libs.dali"
     names = ["FULL_DECODE", "ROI_DECODE", "_recipe", "_roi_crop", "roi_decode"]
     return _join([*_IMAGENET, *[(dali, n) for n in names]], "")
 

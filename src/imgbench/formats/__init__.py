@@ -1,1 +1,2 @@
-"""Storage formats: one writer + reader module per format, one registry, one atomic builder."""
+"""Storage formats: one writer + reader module per format (in ``libs/``),
+one registry, one atomic builder."""

@@ -190,7 +190,7 @@ def _prepare_write(ctx: CaseContext, case: Case) -> Workload:
 # -- read ----------------------------------------------------------------------------------------
 def _prepare_read(ctx: CaseContext, case: Case) -> Workload:
 
-    from imgbench.readers.pillow import PillowReader
+    from imgbench.readers.libs.pillow import PillowReader
 
     spec = _spec_of(case)
     cache_state, order, payload = (case.params[k] for k in ("cache_state", "order", "payload"))
@@ -243,7 +243,7 @@ def _checked_store(
 ) -> dict[str, Any]:
     """The store's records verified (and, for a decode payload, decoded) once per built store,
     before any timing: the counts for the row, or CaseFailed naming the problem."""
-    from imgbench.readers.pillow import PillowReader
+    from imgbench.readers.libs.pillow import PillowReader
 
     verdict = verified_format(ctx, spec, report)
     if not verdict.ok:

@@ -1,4 +1,4 @@
-"""Every storage format imgbench knows. Adding one: a module (``write``, ``Reader``) + an entry.
+"""Every storage format imgbench knows. A new one: a ``libs/`` module (``write``, ``Reader``) + an entry.
 
 ``quick`` entries are the quick profile's formats."""
 
@@ -8,7 +8,7 @@ from imgbench.formats.base import FormatSpec
 from imgbench.formats.s3 import S3FormatSpec
 from imgbench.library import catalog, find
 
-_M = "imgbench.formats."
+_M = "imgbench.formats.libs."
 
 FORMATS: tuple[FormatSpec, ...] = (
     FormatSpec(

@@ -113,7 +113,7 @@ def adopt_built(ctx: CaseContext, report: BuildReport, verdict: RoundTrip | None
 
 def concatenated(ctx: CaseContext) -> tuple[Path, list[int]]:
     """The sample's bytes in one file (the raw-file ceiling), and each image's size."""
-    from imgbench.formats.raw import build_concatenated
+    from imgbench.formats.libs.raw import build_concatenated
 
     sample = ctx.sample()
     entries = list(sample.entries)

@@ -184,7 +184,7 @@ def cow_cases(
 
 
 def build(index: Any, params: Mapping[str, Any]) -> Any:
-    from imgbench.loaders.torch_dataloader import TorchLoader
+    from imgbench.loaders.libs.torch_dataloader import TorchLoader
 
     if isinstance(index, Path):
         return streamed_loader(index, params)
@@ -245,7 +245,7 @@ def streamed_loader(path: Path, params: Mapping[str, Any]) -> Any:
     its shard (:func:`streamed_lengths`)."""
     from torch.utils.data import IterableDataset
 
-    from imgbench.loaders.torch_dataloader import TorchLoader
+    from imgbench.loaders.libs.torch_dataloader import TorchLoader
 
     class StreamedIndex(IterableDataset[int]):
         def __iter__(self) -> Iterator[int]:

@@ -280,13 +280,13 @@ class PillowWindows:
     def decode(self, data: bytes, plan: Plan) -> Decoded:
         from PIL import Image
 
-        from imgbench.readers.pillow import pil_to_rgb8
+        from imgbench.readers.libs.pillow import pil_to_rgb8
 
         with Image.open(io.BytesIO(data)) as image:
             width, height = image.size
             window, reduce = plan(width, height)
             if reduce > 1:
-                # asking width // s selects exactly 1/s (imgbench.readers.pillow.PillowDraft);
+                # asking width // s selects exactly 1/s (imgbench.readers.libs.pillow.PillowDraft);
                 # the scale it took is width / the box it returns
                 drafted = image.draft("RGB", (width // reduce, height // reduce))
                 reduce = round(width / drafted[1][2]) if drafted else 1
@@ -298,7 +298,7 @@ class OpenCVWindows:
     ``IMREAD_REDUCED_COLOR_<s>`` (the reader's RGB flags) where reduced, else the reader."""
 
     def __init__(self, reader: Any) -> None:
-        from imgbench.readers.opencv import ImdecodeReduced
+        from imgbench.readers.libs.opencv import ImdecodeReduced
 
         self.readers: dict[int, Any] = {1: reader, **{s: ImdecodeReduced(s) for s in FACTORS}}
 
@@ -417,7 +417,7 @@ def build_crop_decoder(config: PipelineConfig, draw: WindowDraw | None = None) -
         windows = NvimgcodecWindows(reader)
     fallback = reader
     if spec_.codecs == JPEG_ONLY:  # a JPEG-only decoder: Pillow decodes the odd PNG
-        from imgbench.readers.pillow import PillowReader
+        from imgbench.readers.libs.pillow import PillowReader
 
         fallback = PillowReader()
     return CropDecoder(windows, config.crop_decode, fallback, draw)
@@ -428,7 +428,7 @@ def _albumentations_steps(recipe: str) -> tuple[Any, list[Any]]:
     224x224 with its interpolation (``AREA``: INTER_AREA when shrinking, INTER_LINEAR else)."""
     import albumentations as A  # noqa: N812 (the library's own convention)
 
-    from imgbench.augment import albumentations as module
+    from imgbench.augment.libs import albumentations as module
 
     train = module._train()
     if not isinstance(train[0], A.RandomResizedCrop):  # the recipe changed: say so, loudly
@@ -444,7 +444,7 @@ def rest_of_recipe(config: PipelineConfig) -> Callable[[np.ndarray], Any]:
     from imgbench.augment.registry import get_library
 
     library = get_library(config.augment)
-    if library.module != "imgbench.augment.albumentations":
+    if library.module != "imgbench.augment.libs.albumentations":
         raise ValueError(
             f"crop-aware decode: the rest of the recipe is built for albumentations, "
             f"not {config.augment}"
@@ -466,7 +466,7 @@ def window_resize() -> Callable[[np.ndarray], np.ndarray]:
     it with decode-then-crop-then-resize)."""
     import albumentations as A  # noqa: N812
 
-    from imgbench.augment import albumentations as module
+    from imgbench.augment.libs import albumentations as module
 
     resize = A.Resize(spec.SIZE, spec.SIZE, **module.AREA)
 

@@ -68,9 +68,10 @@ class LoaderPlan(StagePlan):
     # default pipeline with that decoder through the reference loader at supply_workers; () none
     supply_decoders: Literal["all"] | tuple[str, ...] = ()
     supply_workers: Literal["auto"] | tuple[int, ...] = "auto"  # auto: 0, 1, ... cores
-    # the accelerator half (imgbench.gpu, library "gpu"): skipped rows where gpu_device is CUDA
-    # and there is none. Copies, nvJPEG, GPU augmentation, the step on a cached batch, and each
-    # of gpu_feeds (imgbench.gpu.cases.FEEDS; () none) at gpu_workers DataLoader workers
+    # the accelerator half (imgbench.loaders.gpu, library "gpu"): skipped rows where gpu_device is
+    # CUDA and there is none. Copies, nvJPEG, GPU augmentation, the step on a cached batch,
+    # and each of gpu_feeds (imgbench.loaders.gpu.cases.FEEDS; () none) at gpu_workers DataLoader
+    # workers
     gpu_device: str = "cuda"
     gpu_batch_size: int = 256
     gpu_model: str = "resnet50"  # a torchvision.models builder, random weights

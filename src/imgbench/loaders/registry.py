@@ -1,5 +1,5 @@
-"""Every loader imgbench measures. Adding one is a module with ``build(pipeline, params)`` that
-returns a :class:`~imgbench.loaders.base.Loader`, plus an entry here."""
+"""Every loader imgbench measures. Adding one is a module in ``libs/`` with
+``build(pipeline, params)`` that returns a :class:`~imgbench.loaders.base.Loader`, plus an entry here."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Literal
 
-from imgbench.gpu.device import cuda_missing
 from imgbench.library import LibrarySpec, catalog, find
+from imgbench.loaders.gpu.device import cuda_missing
 from imgbench.loaders.pipeline import NO_AUGMENT, PipelineConfig
 
 # The pipelines plans and specs name: reader -> decoder -> augmentation, as PipelineConfig.
@@ -41,7 +41,7 @@ NAMED_PIPELINES: dict[str, PipelineConfig] = {
     "albumentationsx": PipelineConfig(augment="albumentationsx/numpy"),
     # spdl.io's FFmpeg decode as the decoder (the spdl loaders run it beside the default)
     "spdl-io": PipelineConfig(decoder="spdl/load-image"),
-    # tf.data: decode_jpeg on a pool of JPEGs, decode_image on PNG (imgbench.loaders.tfdata)
+    # tf.data: decode_jpeg on a pool of JPEGs, decode_image on PNG (imgbench.loaders.libs.tfdata)
     "tensorflow": PipelineConfig(decoder="tensorflow/decode-image", augment="tensorflow"),
     "tensorflow-tfrecord": PipelineConfig(
         format="tfrecord", decoder="tensorflow/decode-image", augment="tensorflow"
@@ -154,7 +154,7 @@ class LoaderSpec(LibrarySpec):
         return importlib.import_module(self.module)
 
 
-_M = "imgbench.loaders."
+_M = "imgbench.loaders.libs."
 
 LOADERS: tuple[LoaderSpec, ...] = (
     LoaderSpec(
@@ -315,22 +315,22 @@ LOADERS: tuple[LoaderSpec, ...] = (
     ),
     LoaderSpec(
         library="gpu",
-        module="imgbench.gpu.cases",
+        module="imgbench.loaders.gpu.cases",
         requires=("torch", "torchvision"),
         dist="torch",
         processes=True,
-        experiment="imgbench.gpu.cases:plan_cases",
+        experiment="imgbench.loaders.gpu.cases:plan_cases",
         check=cuda_missing,  # `imgbench env`: "no CUDA device" where there is none
         note="after the batch leaves the CPU: H2D copies, nvJPEG, GPU augmentation, a real "
         "training step (docs/gpu.md); skipped rows without CUDA",
     ),
     LoaderSpec(
         library="cow-experiment",
-        module=_M + "cow",
+        module="imgbench.loaders.cow",
         requires=("torch", "pyarrow"),
         dist="torch",
         processes=True,
-        experiment=_M + "cow:plan_cases",
+        experiment="imgbench.loaders.cow:plan_cases",
         note="pytorch issue 13246: the dataset index as list / numpy / pyarrow, forked workers",
     ),
 )

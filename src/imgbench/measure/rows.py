@@ -12,12 +12,12 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from imgbench.disks.catalog import disk_profile
 from imgbench.machine import commit_info, dist_version, machine_info
 from imgbench.measure.case import Case
 from imgbench.measure.rounds import Measurement
 from imgbench.measure.settings import FIELDS, Settings
 from imgbench.results.schema import empty_row
-from imgbench.storage.profiles import disk_profile
 
 if TYPE_CHECKING:
     from imgbench.datasets import Dataset

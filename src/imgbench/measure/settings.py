@@ -61,7 +61,7 @@ class Settings:
     host_budget_s: float = 1.0  # per case, for waiting and for re-timed rounds
     # wall: timed rounds; instructions: one pass counted under callgrind (the regression gate)
     measure: Literal["wall", "instructions"] = "wall"
-    # the emulated disk the session's data sits on (imgbench.storage, docs/disks.md); none: the real one
+    # the emulated disk the session's data sits on (imgbench.disks, docs/disks.md); none: the real one
     disk_profile: str = "none"
 
     def host_gate(self) -> HostGate:

@@ -18,7 +18,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from imgbench.loaders.base import Batch, reap
-from imgbench.loaders.keras import pool_worker_pids
+from imgbench.loaders.libs.keras import pool_worker_pids
 
 LIBRARY = "keras-pydataset"
 SETTING = "keras.utils.PyDataset(workers=..., use_multiprocessing=...)"

@@ -8,7 +8,8 @@ on one batch kept aside: once untimed (CUDA initialisation, cuDNN's kernel choic
 busy time is, where the step used CUDA, the GPU's: two CUDA events around each call, one step
 kept in flight (the next batch is pulled before the previous step's end is waited for, as a
 training loop does until it reads the loss), as the ``gpu`` rows measure it
-(``imgbench.gpu.step.StepCompute``); elsewhere the call's wall time (a CPU step is synchronous).
+(``imgbench.loaders.gpu.step.StepCompute``); elsewhere the call's wall time (a CPU step is
+synchronous).
 """
 
 from __future__ import annotations

@@ -1,1 +1,1 @@
-"""Readers and decoders: one adapter file per library, one registry."""
+"""Readers and decoders: one adapter file per library (in ``libs/``), one registry."""

@@ -76,7 +76,7 @@ def reader_cases(profile: Profile) -> list[Case]:
 
 
 def native_cases(plan: ReadPlan) -> list[Case]:
-    from imgbench.native.cases import tjbench_case
+    from imgbench.readers.native_cases import tjbench_case
 
     return [tjbench_case(None), *(tjbench_case(r) for r in plan.reduces)]
 

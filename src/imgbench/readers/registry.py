@@ -1,4 +1,4 @@
-"""Every reader imgbench knows. Adding a library is one adapter file plus one entry here.
+"""Every reader imgbench knows. A new library: one adapter file in ``libs/`` + one entry here.
 
 Codec support is declared here, so an unsupported (reader, codec) pair is a skipped row with
 the reason rather than an error. pillow-simd is the Pillow entries again, in their own venv.
@@ -17,7 +17,7 @@ _PILLOW: tuple[ReaderSpec, ...] = (
     ReaderSpec(
         library="pillow",
         variant="open-convert",
-        adapter="imgbench.readers.pillow:PillowReader",
+        adapter="imgbench.readers.libs.pillow:PillowReader",
         requires=("PIL",),
         dist="pillow",
         disk_call="Image.open(path)",
@@ -26,7 +26,7 @@ _PILLOW: tuple[ReaderSpec, ...] = (
     ReaderSpec(
         library="pillow",
         variant="draft",
-        adapter="imgbench.readers.pillow:PillowDraft",
+        adapter="imgbench.readers.libs.pillow:PillowDraft",
         requires=("PIL",),
         dist="pillow",
         codecs=JPEG_ONLY,
@@ -37,7 +37,7 @@ _PILLOW: tuple[ReaderSpec, ...] = (
     ReaderSpec(
         library="pillow",
         variant="resize-bilinear",
-        adapter="imgbench.readers.pillow:PillowResize",
+        adapter="imgbench.readers.libs.pillow:PillowResize",
         requires=("PIL",),
         dist="pillow",
         codecs=JPEG_ONLY,
@@ -59,7 +59,7 @@ def pillow_simd_problem_here() -> str | None:
 
 def _ffmpeg_problem() -> str | None:
     """spdl.io decodes through the system's FFmpeg libraries, which pip does not install."""
-    from imgbench.readers.spdl import ffmpeg_problem
+    from imgbench.readers.libs.spdl import ffmpeg_problem
 
     return ffmpeg_problem()
 
@@ -81,7 +81,7 @@ READERS: tuple[ReaderSpec, ...] = (
     ReaderSpec(
         library="opencv",
         variant="imdecode-rgb",
-        adapter="imgbench.readers.opencv:ImdecodeRGB",
+        adapter="imgbench.readers.libs.opencv:ImdecodeRGB",
         requires=("cv2",),
         dist="opencv-python-headless",
         disk_call="cv2.imread(path, IMREAD_COLOR_RGB)",
@@ -90,7 +90,7 @@ READERS: tuple[ReaderSpec, ...] = (
     ReaderSpec(
         library="opencv",
         variant="imdecode-cvtcolor",
-        adapter="imgbench.readers.opencv:ImdecodeCvtColor",
+        adapter="imgbench.readers.libs.opencv:ImdecodeCvtColor",
         requires=("cv2",),
         dist="opencv-python-headless",
         disk_call="cv2.imread(path) + cvtColor",
@@ -99,7 +99,7 @@ READERS: tuple[ReaderSpec, ...] = (
     ReaderSpec(
         library="opencv",
         variant="reduced",
-        adapter="imgbench.readers.opencv:ImdecodeReduced",
+        adapter="imgbench.readers.libs.opencv:ImdecodeReduced",
         requires=("cv2",),
         dist="opencv-python-headless",
         codecs=JPEG_ONLY,
@@ -110,7 +110,7 @@ READERS: tuple[ReaderSpec, ...] = (
     ReaderSpec(
         library="opencv",
         variant="resize-area",
-        adapter="imgbench.readers.opencv:ImdecodeResizeArea",
+        adapter="imgbench.readers.libs.opencv:ImdecodeResizeArea",
         requires=("cv2",),
         dist="opencv-python-headless",
         codecs=JPEG_ONLY,
@@ -121,7 +121,7 @@ READERS: tuple[ReaderSpec, ...] = (
     ReaderSpec(
         library="imageio",
         variant="v3-imread",
-        adapter="imgbench.readers.imageio:ImageioReader",
+        adapter="imgbench.readers.libs.imageio:ImageioReader",
         requires=("imageio.v3",),
         dist="imageio",
         disk_call="imageio.v3.imread(path)",
@@ -129,7 +129,7 @@ READERS: tuple[ReaderSpec, ...] = (
     ReaderSpec(
         library="skimage",
         variant="io-imread",
-        adapter="imgbench.readers.skimage:SkimageReader",
+        adapter="imgbench.readers.libs.skimage:SkimageReader",
         requires=("skimage.io",),
         dist="scikit-image",
         disk_call="skimage.io.imread(path)",
@@ -137,7 +137,7 @@ READERS: tuple[ReaderSpec, ...] = (
     ReaderSpec(
         library="simplejpeg",
         variant="decode-jpeg",
-        adapter="imgbench.readers.simplejpeg:SimplejpegReader",
+        adapter="imgbench.readers.libs.simplejpeg:SimplejpegReader",
         requires=("simplejpeg",),
         dist="simplejpeg",
         codecs=JPEG_ONLY,
@@ -146,7 +146,7 @@ READERS: tuple[ReaderSpec, ...] = (
     ReaderSpec(
         library="simplejpeg",
         variant="reduced",
-        adapter="imgbench.readers.simplejpeg:SimplejpegReduced",
+        adapter="imgbench.readers.libs.simplejpeg:SimplejpegReduced",
         requires=("simplejpeg",),
         dist="simplejpeg",
         codecs=JPEG_ONLY,
@@ -156,7 +156,7 @@ READERS: tuple[ReaderSpec, ...] = (
     ReaderSpec(
         library="pyturbojpeg",
         variant="decode-rgb",
-        adapter="imgbench.readers.turbojpeg:TurboJPEGReader",
+        adapter="imgbench.readers.libs.turbojpeg:TurboJPEGReader",
         requires=("turbojpeg",),
         dist="PyTurboJPEG",
         codecs=JPEG_ONLY,
@@ -164,7 +164,7 @@ READERS: tuple[ReaderSpec, ...] = (
     ReaderSpec(
         library="pyturbojpeg",
         variant="reduced",
-        adapter="imgbench.readers.turbojpeg:TurboJPEGReduced",
+        adapter="imgbench.readers.libs.turbojpeg:TurboJPEGReduced",
         requires=("turbojpeg",),
         dist="PyTurboJPEG",
         codecs=JPEG_ONLY,
@@ -174,7 +174,7 @@ READERS: tuple[ReaderSpec, ...] = (
     ReaderSpec(
         library="jpeg4py",
         variant="decode",
-        adapter="imgbench.readers.jpeg4py:Jpeg4pyReader",
+        adapter="imgbench.readers.libs.jpeg4py:Jpeg4pyReader",
         requires=("jpeg4py",),
         dist="jpeg4py",
         codecs=JPEG_ONLY,
@@ -183,7 +183,7 @@ READERS: tuple[ReaderSpec, ...] = (
     ReaderSpec(
         library="pyvips",
         variant="new-from-buffer",
-        adapter="imgbench.readers.pyvips:PyvipsReader",
+        adapter="imgbench.readers.libs.pyvips:PyvipsReader",
         requires=("pyvips",),
         dist="pyvips",
         codecs=frozenset({"jpeg", "png", "webp", "tiff"}),
@@ -193,7 +193,7 @@ READERS: tuple[ReaderSpec, ...] = (
     ReaderSpec(
         library="pyvips",
         variant="shrink-on-load",
-        adapter="imgbench.readers.pyvips:PyvipsShrink",
+        adapter="imgbench.readers.libs.pyvips:PyvipsShrink",
         requires=("pyvips",),
         dist="pyvips",
         codecs=JPEG_ONLY,
@@ -204,7 +204,7 @@ READERS: tuple[ReaderSpec, ...] = (
     ReaderSpec(
         library="kornia-rs",
         variant="jpegturbo",
-        adapter="imgbench.readers.kornia_rs:KorniaRsReader",
+        adapter="imgbench.readers.libs.kornia_rs:KorniaRsReader",
         requires=("kornia_rs",),
         dist="kornia-rs",
         codecs=JPEG_ONLY,
@@ -213,7 +213,7 @@ READERS: tuple[ReaderSpec, ...] = (
     ReaderSpec(
         library="imagecodecs",
         variant="codec-decode",
-        adapter="imgbench.readers.imagecodecs:ImagecodecsReader",
+        adapter="imgbench.readers.libs.imagecodecs:ImagecodecsReader",
         requires=("imagecodecs",),
         dist="imagecodecs",
         note="jpeg8_decode, png_decode, webp_decode, bmp_decode, tiff_decode",
@@ -221,7 +221,7 @@ READERS: tuple[ReaderSpec, ...] = (
     ReaderSpec(
         library="torchvision",
         variant="decode-image",
-        adapter="imgbench.readers.torchvision:DecodeImage",
+        adapter="imgbench.readers.libs.torchvision:DecodeImage",
         requires=("torch", "torchvision"),
         dist="torchvision",
         codecs=frozenset({"jpeg", "png", "webp"}),
@@ -230,7 +230,7 @@ READERS: tuple[ReaderSpec, ...] = (
     ReaderSpec(
         library="torchvision",
         variant="decode-jpeg",
-        adapter="imgbench.readers.torchvision:DecodeJpeg",
+        adapter="imgbench.readers.libs.torchvision:DecodeJpeg",
         requires=("torch", "torchvision"),
         dist="torchvision",
         codecs=JPEG_ONLY,
@@ -239,7 +239,7 @@ READERS: tuple[ReaderSpec, ...] = (
     ReaderSpec(
         library="torchvision",
         variant="decode-jpeg-cuda",
-        adapter="imgbench.readers.torchvision:DecodeJpegCuda",
+        adapter="imgbench.readers.libs.torchvision:DecodeJpegCuda",
         requires=("torch", "torchvision"),
         dist="torchvision",
         codecs=JPEG_ONLY,
@@ -248,7 +248,7 @@ READERS: tuple[ReaderSpec, ...] = (
     ReaderSpec(
         library="dali",
         variant="decoders-image",
-        adapter="imgbench.readers.dali:DaliDecoder",
+        adapter="imgbench.readers.libs.dali:DaliDecoder",
         requires=("nvidia.dali",),
         dist="nvidia-dali-cuda120",
         note="fn.decoders.image(device='cpu') in a batch-1 pipeline fed by fn.external_source",
@@ -256,7 +256,7 @@ READERS: tuple[ReaderSpec, ...] = (
     ReaderSpec(
         library="spdl",
         variant="load-image",
-        adapter="imgbench.readers.spdl:SpdlLoadImage",
+        adapter="imgbench.readers.libs.spdl:SpdlLoadImage",
         requires=("spdl.io",),
         dist="spdl-io",
         check=_ffmpeg_problem,
@@ -266,7 +266,7 @@ READERS: tuple[ReaderSpec, ...] = (
     ReaderSpec(
         library="tensorflow",
         variant="decode-image",
-        adapter="imgbench.readers.tensorflow:TfDecodeImage",
+        adapter="imgbench.readers.libs.tensorflow:TfDecodeImage",
         requires=("tensorflow",),
         dist="tensorflow-cpu",
         codecs=frozenset({"jpeg", "png", "webp", "bmp"}),
@@ -276,7 +276,7 @@ READERS: tuple[ReaderSpec, ...] = (
     ReaderSpec(
         library="tensorflow",
         variant="decode-jpeg",
-        adapter="imgbench.readers.tensorflow:TfDecodeJpeg",
+        adapter="imgbench.readers.libs.tensorflow:TfDecodeJpeg",
         requires=("tensorflow",),
         dist="tensorflow-cpu",
         codecs=JPEG_ONLY,
@@ -286,7 +286,7 @@ READERS: tuple[ReaderSpec, ...] = (
     ReaderSpec(
         library="torchcodec",
         variant="decode-image",
-        adapter="imgbench.readers.torchcodec:DecodeImage",
+        adapter="imgbench.readers.libs.torchcodec:DecodeImage",
         requires=("torch", "torchcodec.decoders"),
         dist="torchcodec",
         codecs=frozenset({"jpeg", "png", "webp"}),
@@ -295,7 +295,7 @@ READERS: tuple[ReaderSpec, ...] = (
     ReaderSpec(
         library="torchcodec",
         variant="decode-jpeg",
-        adapter="imgbench.readers.torchcodec:DecodeJpeg",
+        adapter="imgbench.readers.libs.torchcodec:DecodeJpeg",
         requires=("torch", "torchcodec.decoders"),
         dist="torchcodec",
         codecs=JPEG_ONLY,
@@ -304,7 +304,7 @@ READERS: tuple[ReaderSpec, ...] = (
     ReaderSpec(
         library="nvimgcodec",
         variant="cpu",
-        adapter="imgbench.readers.nvimgcodec:NvimgcodecReader",
+        adapter="imgbench.readers.libs.nvimgcodec:NvimgcodecReader",
         requires=("nvidia.nvimgcodec",),
         dist="nvidia-nvimgcodec-cu12",
         note="Decoder(CPU_ONLY backend).decode(bytes), one image per call",
@@ -312,7 +312,7 @@ READERS: tuple[ReaderSpec, ...] = (
     ReaderSpec(
         library="nvimgcodec",
         variant="cpu-batched",
-        adapter="imgbench.readers.nvimgcodec:NvimgcodecBatched",
+        adapter="imgbench.readers.libs.nvimgcodec:NvimgcodecBatched",
         requires=("nvidia.nvimgcodec",),
         dist="nvidia-nvimgcodec-cu12",
         batched=True,
@@ -321,7 +321,7 @@ READERS: tuple[ReaderSpec, ...] = (
     ReaderSpec(
         library="ajpegli",
         variant="imdecode",
-        adapter="imgbench.readers.ajpegli:AjpegliReader",
+        adapter="imgbench.readers.libs.ajpegli:AjpegliReader",
         requires=("ajpegli",),
         dist="ajpegli",
         codecs=JPEG_ONLY,
@@ -331,7 +331,7 @@ READERS: tuple[ReaderSpec, ...] = (
     ReaderSpec(
         library="mxnet",
         variant="imdecode",
-        adapter="imgbench.readers.mxnet:Imdecode",
+        adapter="imgbench.readers.libs.mxnet:Imdecode",
         requires=("mxnet",),
         dist="mxnet",
         codecs=frozenset({"jpeg", "png", "bmp", "tiff"}),  # its OpenCV has no WebP

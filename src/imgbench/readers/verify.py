@@ -1,6 +1,6 @@
 """Verification: does a reader return the same pixels as a reference decode?
 
-The reference is Pillow with the pixel policy (``imgbench.readers.pillow.pil_to_rgb8``); for
+The reference is Pillow with the pixel policy (``imgbench.readers.libs.pillow.pil_to_rgb8``); for
 reduced outputs, the full reference reduced with ``Image.reduce`` (a box filter, the closest
 plain-pixel equivalent of libjpeg's DCT scaling). A reader passes an image when its output has
 the reference's shape (reduced outputs: within one row/column, as libvips rounds down), uint8,
@@ -55,7 +55,7 @@ def reference_decode(data: bytes, reduce: int | None = None) -> np.ndarray:
     """Pillow with the pixel policy; reduced by a box filter when ``reduce`` is given."""
     from PIL import Image
 
-    from imgbench.readers.pillow import pil_to_rgb8
+    from imgbench.readers.libs.pillow import pil_to_rgb8
 
     with Image.open(io.BytesIO(data)) as image:
         full = pil_to_rgb8(image)

@@ -13,9 +13,9 @@ import os
 import shutil
 from contextlib import ExitStack
 
+from imgbench.disks.catalog import disk_profile
+from imgbench.disks.disk import EmulatedDisk, emulated_disk, image_bytes, tree_bytes
 from imgbench.measure.scratch import SCRATCH_ENV
-from imgbench.storage.disk import EmulatedDisk, emulated_disk, image_bytes, tree_bytes
-from imgbench.storage.profiles import disk_profile
 
 
 class DiskSession:

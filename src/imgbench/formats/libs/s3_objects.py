@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from imgbench.formats.base import FormatMeta, check_index
-from imgbench.formats.folder import INDEX
+from imgbench.formats.libs.folder import INDEX
 from imgbench.formats.s3 import S3Reader
 from imgbench.objectstore.server import S3Endpoint
 

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from imgbench.formats.base import FormatMeta
-from imgbench.formats.mds import OverDataset, open_dataset, release
+from imgbench.formats.libs.mds import OverDataset, open_dataset, release
 from imgbench.formats.s3 import S3Reader
 from imgbench.objectstore.server import S3Endpoint
 

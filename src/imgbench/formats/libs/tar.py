@@ -15,8 +15,8 @@ from typing import BinaryIO
 import numpy as np
 
 from imgbench.formats.base import BaseReader, FormatMeta, Record, WritePlan, check_index
-from imgbench.formats.folder import EXTENSIONS
-from imgbench.formats.npy import NpyWriter
+from imgbench.formats.libs.folder import EXTENSIONS
+from imgbench.formats.libs.npy import NpyWriter
 
 SHARD_BYTES = 256 * 1024 * 1024
 SHARD_COUNT = 10_000

@@ -8,7 +8,12 @@ from typing import Any
 from imgbench.measure.case import Case, Workload
 from imgbench.measure.context import CaseContext
 from imgbench.measure.errors import CaseFailed, Skip
-from imgbench.native.tjbench import TjbenchError, decode_seconds, tjbench_path, tjbench_version
+from imgbench.readers.libs.tjbench import (
+    TjbenchError,
+    decode_seconds,
+    tjbench_path,
+    tjbench_version,
+)
 
 BENCHTIME_S = 0.02  # tjbench's own loop per image and round: it reports the mean decode time
 

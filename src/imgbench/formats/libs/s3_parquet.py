@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from imgbench.formats.base import FormatMeta
-from imgbench.formats.parquet import FILE, OverRowGroups, RowGroups, shard_names
+from imgbench.formats.libs.parquet import FILE, OverRowGroups, RowGroups, shard_names
 from imgbench.formats.s3 import S3Reader
 from imgbench.objectstore.server import S3Endpoint
 

@@ -149,7 +149,7 @@ def documented_cases(plan: LoaderPlan) -> list[Case]:
     import os
 
     from imgbench.loaders.cases import loader_case
-    from imgbench.loaders.dali import has_nvidia_device
+    from imgbench.loaders.libs.dali import has_nvidia_device
     from imgbench.loaders.registry import pipeline_config
 
     if not has_nvidia_device():

@@ -22,9 +22,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
 
-from imgbench.storage import cgroup
-from imgbench.storage.profiles import DiskProfile
-from imgbench.storage.records import cleanup_leftovers, own_record, teardown
+from imgbench.disks import cgroup
+from imgbench.disks.catalog import DiskProfile
+from imgbench.disks.records import cleanup_leftovers, own_record, teardown
 
 DEFAULT_PARENT = Path("/var/tmp")
 MIN_IMAGE_BYTES = 2**30

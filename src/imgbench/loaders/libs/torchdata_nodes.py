@@ -27,8 +27,8 @@ from typing import TYPE_CHECKING, Any
 
 from imgbench.loaders.base import Batch, clock, reap
 from imgbench.loaders.documented import Documented, documented_counts
+from imgbench.loaders.libs.torch_dataloader import ENDLESS, pin_worker_threads
 from imgbench.loaders.pipeline import SamplePipeline, collate_for
-from imgbench.loaders.torch_dataloader import ENDLESS, pin_worker_threads
 from imgbench.unix_sockets import check_tensor_handover
 
 if TYPE_CHECKING:

@@ -89,7 +89,7 @@ def cached_rate(
     """The step's own images/s on one batch kept on the device: no loader, no copy. Warm-up:
     3 steps (cuDNN picks its kernels), fewer when fewer are timed."""
     warmup = min(3, steps) if warmup is None else warmup
-    from imgbench.gpu.device import synchronize
+    from imgbench.loaders.gpu.device import synchronize
 
     for _ in range(warmup):
         step(images, labels)

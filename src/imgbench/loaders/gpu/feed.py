@@ -154,7 +154,7 @@ class DeviceFeed:
         import time
 
         if self.sync:
-            from imgbench.gpu.device import synchronize_stream
+            from imgbench.loaders.gpu.device import synchronize_stream
 
             synchronize_stream(self.device)
         now = time.perf_counter()
@@ -177,7 +177,7 @@ class DeviceFeed:
             if self.transfer != "prefetcher":
                 batch = self._arrive(batch)
             if self.sync:
-                from imgbench.gpu.device import synchronize_stream
+                from imgbench.loaders.gpu.device import synchronize_stream
 
                 synchronize_stream(self.device)
             self.last = batch

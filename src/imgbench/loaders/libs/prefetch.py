@@ -5,7 +5,7 @@ whose iterator runs on a background thread::
         def __iter__(self):
             return BackgroundGenerator(super().__iter__())
 
-The DataLoader underneath is the reference one (``imgbench.loaders.torch_dataloader``: same
+The DataLoader underneath is the reference one (``imgbench.loaders.libs.torch_dataloader``: same
 sampler, workers, start method, collate), so a row compares with the DataLoader's row at the
 same worker count. At 0 workers the background thread runs the whole pipeline (the single-thread
 prefetcher); with workers it only moves finished batches ahead (``max_prefetch=1``, the
@@ -25,8 +25,8 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from imgbench.loaders.base import BATCH_TIMEOUT_S, Batch, LoaderError
+from imgbench.loaders.libs.torch_dataloader import TorchLoader
 from imgbench.loaders.pipeline import SamplePipeline
-from imgbench.loaders.torch_dataloader import TorchLoader
 
 JOIN_TIMEOUT_S = 5.0
 

@@ -6,9 +6,9 @@ import typer
 from rich.table import Table
 
 from imgbench.console import console
-from imgbench.storage.disk import unavailable_reason
-from imgbench.storage.profiles import PROFILES
-from imgbench.storage.records import records, teardown
+from imgbench.disks.catalog import PROFILES
+from imgbench.disks.disk import unavailable_reason
+from imgbench.disks.records import records, teardown
 
 disk_app = typer.Typer(help="Emulated disks (--disk): profiles and clean-up.", no_args_is_help=True)
 

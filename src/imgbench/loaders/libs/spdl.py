@@ -13,7 +13,7 @@ The recipe, in SPDL's API (``workers`` = N threads)::
 
 ``sample`` runs in SPDL's thread pool, so the threads run in parallel only where the decoder and
 augmentation release the GIL. The decoder is the pipeline's (``default``: OpenCV; ``spdl-io``:
-``spdl.io``'s FFmpeg decode, ``imgbench.readers.spdl``). ``spdl-subprocess`` runs the same
+``spdl.io``'s FFmpeg decode, ``imgbench.readers.libs.spdl``). ``spdl-subprocess`` runs the same
 pipeline with ``run_pipeline_in_subprocess`` (one process, forked by multiprocessing's default
 start method, N threads inside; batches come back pickled, tensors through shared memory), the
 pattern SPDL's docs recommend when the training loop's own threads compete for the GIL.

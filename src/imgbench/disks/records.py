@@ -19,7 +19,7 @@ from pathlib import Path
 
 import psutil
 
-from imgbench.storage import cgroup
+from imgbench.disks import cgroup
 
 RECORDS = Path("/run/imgbench/disks")
 

@@ -9,13 +9,14 @@ absent, each is one skipped row with the reason "no CUDA device". The parts:
 - ``decode-nvjpeg-batched``: ``torchvision.io.decode_jpeg(list, device=...)`` over a batch of the
   dataset's JPEG bytes (the bytes' copy included); ``decode-nvimgcodec-batched``: nvImageCodec's
   ``Decoder.decode`` on the same list; ``decode-dali-mixed``: DALI's ``fn.decoders.image`` with
-  ``device="mixed"`` on it (each where the library imports; ``imgbench.gpu.ops.GpuDecoder``);
-  ``decode-cpu-threads``: torchvision's decode on the CPU by one thread per core, the comparison.
+  ``device="mixed"`` on it (each where the library imports:
+  ``imgbench.loaders.gpu.ops.GpuDecoder``); ``decode-cpu-threads``: torchvision's decode on the CPU
+  by one thread per core, the comparison.
 - ``augment-{v2,kornia}-per-image`` / ``-per-batch``: the train recipe in torchvision v2 or
-  kornia on decoded uint8 images already on the device (``imgbench.gpu.ops.GpuAugment``).
+  kornia on decoded uint8 images already on the device (``imgbench.loaders.gpu.ops.GpuAugment``).
 - ``step-cached-<model>``: the training step on one batch kept on the device: its own rate.
 - ``feed-<feed>+<consumer>``: the DataLoader at ``gpu_workers`` workers, its batches on the
-  device (``imgbench.gpu.feed``), then ``copy`` (nothing more: the loader's rate as the GPU
+  device (``imgbench.loaders.gpu.feed``), then ``copy`` (nothing more: the loader's rate as the GPU
   receives it) or the model's step (AU from CUDA events). Each row records the step's cached rate
   measured in the same case and ``gpus_kept_at_90``: images/s over 0.9 x that rate.
 """
@@ -28,8 +29,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from imgbench.gpu.device import cuda_missing
-from imgbench.gpu.feeds import FEEDS, SIDE
+from imgbench.loaders.gpu.device import cuda_missing
+from imgbench.loaders.gpu.feeds import FEEDS, SIDE
 from imgbench.loaders.plan import LoaderPlan
 from imgbench.measure.case import Case, Workload
 from imgbench.measure.context import CaseContext
@@ -199,7 +200,7 @@ def prepare_gpu(ctx: CaseContext, case: Case) -> Workload:
     part = params["part"]
     if part in ("h2d", "h2d-ceiling"):
         return _copy_workload(params)
-    from imgbench.gpu.ops import NoGpuDecoderError
+    from imgbench.loaders.gpu.ops import NoGpuDecoderError
 
     if part == "decode":
         try:
@@ -211,7 +212,7 @@ def prepare_gpu(ctx: CaseContext, case: Case) -> Workload:
     if part == "step":
         return _step_workload(params)
     if part == "feed":
-        from imgbench.gpu.fed import prepare_feed
+        from imgbench.loaders.gpu.fed import prepare_feed
 
         try:
             return prepare_feed(ctx, case)
@@ -223,7 +224,7 @@ def prepare_gpu(ctx: CaseContext, case: Case) -> Workload:
 def _device_extra(device: Any) -> dict[str, Any]:
     import torch
 
-    from imgbench.gpu.device import device_name
+    from imgbench.loaders.gpu.device import device_name
 
     return {"device": device_name(device), "torch_cuda": torch.version.cuda}
 
@@ -231,7 +232,7 @@ def _device_extra(device: Any) -> dict[str, Any]:
 def _copy_workload(params: dict[str, Any]) -> Workload:
     import torch
 
-    from imgbench.gpu.device import synchronize
+    from imgbench.loaders.gpu.device import synchronize
 
     device = torch.device(params["device"])
     n = int(params["batches_per_round"])
@@ -277,8 +278,8 @@ def _copy_workload(params: dict[str, Any]) -> Workload:
 def _decode_workload(ctx: CaseContext, params: dict[str, Any]) -> Workload:
     import torch
 
-    from imgbench.gpu.device import synchronize
-    from imgbench.gpu.ops import GpuDecoder, decode_batch, jpeg_batch
+    from imgbench.loaders.gpu.device import synchronize
+    from imgbench.loaders.gpu.ops import GpuDecoder, decode_batch, jpeg_batch
 
     device = torch.device(params["device"])
     batch = int(params["batch_size"])
@@ -331,8 +332,8 @@ def _decode_workload(ctx: CaseContext, params: dict[str, Any]) -> Workload:
 def _augment_workload(ctx: CaseContext, params: dict[str, Any]) -> Workload:
     import torch
 
-    from imgbench.gpu.device import synchronize
-    from imgbench.gpu.ops import GpuAugment, decode_batch, jpeg_batch
+    from imgbench.loaders.gpu.device import synchronize
+    from imgbench.loaders.gpu.ops import GpuAugment, decode_batch, jpeg_batch
 
     device = torch.device(params["device"])
     batch = int(params["batch_size"])
@@ -364,8 +365,8 @@ def _augment_workload(ctx: CaseContext, params: dict[str, Any]) -> Workload:
 def _step_workload(params: dict[str, Any]) -> Workload:
     import torch
 
-    from imgbench.gpu.device import synchronize
-    from imgbench.gpu.step import MODEL_KIND, step_and_batch
+    from imgbench.loaders.gpu.device import synchronize
+    from imgbench.loaders.gpu.step import MODEL_KIND, step_and_batch
 
     device = torch.device(params["device"])
     batch = int(params["batch_size"])

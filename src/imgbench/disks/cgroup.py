@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from imgbench.storage.profiles import DiskProfile
+from imgbench.disks.catalog import DiskProfile
 
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 GROUP_PREFIX = "imgbench-disk-"

@@ -195,7 +195,7 @@ class DaliLoader:
                     name="Reader",
                 )
             else:
-                from imgbench.loaders.threads import endless_batches
+                from imgbench.loaders.libs.threads import endless_batches
 
                 self._indices = endless_batches(len(self.source), self.batch_size)
                 encoded, labels = fn.external_source(
@@ -266,7 +266,7 @@ class DaliLoader:
 
     def _failure(self, exc: BaseException) -> str:
         """DALI's error, and every sample of the pool its CPU decoder cannot read, by name."""
-        from imgbench.readers.dali import dali_cause
+        from imgbench.readers.libs.dali import dali_cause
 
         cause = dali_cause(exc)
         bad, checked = self._bad_samples()
@@ -283,7 +283,7 @@ class DaliLoader:
 
     def _bad_samples(self) -> tuple[list[tuple[str, str]], int]:
         """(name, reason) of each sample DALI's CPU decoder rejects, and how many were checked."""
-        from imgbench.readers.dali import DaliDecoder
+        from imgbench.readers.libs.dali import DaliDecoder
 
         decoder = DaliDecoder()
         names = self._names()

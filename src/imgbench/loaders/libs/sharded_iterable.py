@@ -14,8 +14,8 @@ from typing import Any
 import numpy as np
 from torch.utils.data import IterableDataset, get_worker_info
 
+from imgbench.loaders.libs.torch_dataloader import TorchLoader
 from imgbench.loaders.pipeline import SamplePipeline
-from imgbench.loaders.torch_dataloader import TorchLoader
 
 
 class ShardedStream(IterableDataset):

@@ -15,19 +15,19 @@ CACHED_STEPS = 10  # steps timed for the step's own rate on a cached batch
 
 def build_feed(ctx: CaseContext, params: dict[str, Any]) -> Any:
     """The CPU loader for the case's feed, wrapped so its batches arrive on the device."""
-    from imgbench.gpu.feed import DeviceFeed
-    from imgbench.gpu.feeds import BYTES, FEEDS, TORCHDATA_NODES
-    from imgbench.gpu.ops import BytesDataset, GpuAugment, GpuDecoder, collate_bytes
     from imgbench.loaders.cases import make_source
+    from imgbench.loaders.gpu.feed import DeviceFeed
+    from imgbench.loaders.gpu.feeds import BYTES, FEEDS, TORCHDATA_NODES
+    from imgbench.loaders.gpu.ops import BytesDataset, GpuAugment, GpuDecoder, collate_bytes
+    from imgbench.loaders.libs.torch_dataloader import TorchLoader
     from imgbench.loaders.pipeline import NO_AUGMENT, PipelineConfig, SamplePipeline
     from imgbench.loaders.registry import pipeline_config
-    from imgbench.loaders.torch_dataloader import TorchLoader
 
     feed = FEEDS[params["feed"]]
     device = params["device"]
     loader: Any
     if feed.loader == TORCHDATA_NODES:
-        from imgbench.loaders.torchdata_nodes import TorchdataNodesLoader
+        from imgbench.loaders.libs.torchdata_nodes import TorchdataNodesLoader
 
         config = pipeline_config(feed.pipeline)
         loader = TorchdataNodesLoader(
@@ -75,10 +75,10 @@ def prepare_feed(ctx: CaseContext, case: Case) -> Workload:
     """Start the feed, measure the step's own rate, and time batches (and steps) as they come."""
     import torch
 
-    from imgbench.gpu.device import device_name
-    from imgbench.gpu.feeds import AU_TARGET, FEEDS, SIDE
-    from imgbench.gpu.step import StepCompute, cached_rate, step_and_batch
     from imgbench.loaders.checks import BatchExpectation, check_batch, known_labels
+    from imgbench.loaders.gpu.device import device_name
+    from imgbench.loaders.gpu.feeds import AU_TARGET, FEEDS, SIDE
+    from imgbench.loaders.gpu.step import StepCompute, cached_rate, step_and_batch
     from imgbench.loaders.run import LoaderRun
 
     params = dict(case.params)
@@ -115,7 +115,7 @@ def prepare_feed(ctx: CaseContext, case: Case) -> Workload:
         else "the step's wall time (CPU: synchronous)",
     )
     if feed.decode is not None and FEEDS[params["feed"]].gpu_decoder != "nvjpeg":
-        from imgbench.gpu.ops import jpeg_batch
+        from imgbench.loaders.gpu.ops import jpeg_batch
 
         feed.decode(jpeg_batch(ctx, 1))  # decodes on the host: NoGpuDecoderError, a skip
     run.start()
@@ -149,7 +149,7 @@ def prepare_feed(ctx: CaseContext, case: Case) -> Workload:
 def _copied_bytes_per_image(feed: str, side: int) -> int:
     """Bytes of one image crossing to the device: float32 or uint8 3 x side x side; 0 where
     the images' sizes vary (decoded images, encoded files)."""
-    from imgbench.gpu.feeds import FEEDS
+    from imgbench.loaders.gpu.feeds import FEEDS
 
     pipeline = FEEDS[feed].pipeline
     return {"default": 4, "uint8": 1}.get(pipeline, 0) * 3 * side * side

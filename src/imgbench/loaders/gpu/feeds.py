@@ -16,8 +16,8 @@ TORCHDATA_NODES = "torchdata-nodes"  # ParallelMapper (processes) > ... > PinMem
 class Feed:
     """How batches reach the device: the CPU pipeline (a name of ``NAMED_PIPELINES``, or
     ``bytes``: encoded files) in ``loader``, the copy, and what the device does on arrival
-    (``gpu_decoder``: a kind of ``imgbench.gpu.ops.GpuDecoder``). ``requires``: the modules the
-    feed imports beyond torch and torchvision (its rows skip without them)."""
+    (``gpu_decoder``: a kind of ``imgbench.loaders.gpu.ops.GpuDecoder``). ``requires``: the modules
+    the feed imports beyond torch and torchvision (its rows skip without them)."""
 
     pipeline: str
     transfer: str

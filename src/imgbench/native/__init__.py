@@ -1,1 +1,0 @@
-"""Native ceilings: the C libraries' own benchmark tools, run on the same images."""
