@@ -103,7 +103,7 @@ def test_the_worked_examples_add_a_library_and_a_control(
     insert_after(
         tmp_path / "imgbench/results/schema.py",
         "_FIELDS: list[tuple[str, pa.DataType, str]] = [",
-        textwrap.indent(column.strip(), "    "),
+        textwrap.indent(column.strip(), "    ") + ",",
     )
     # the library the example adapts: a decoder module of its own (Pillow underneath)
     (tmp_path / "mydecoder.py").write_text(
