@@ -66,6 +66,9 @@ MEASURED_EXTRA_KEYS = {
     "worker_pids",
     "measured_again_after_building",
     "verified_outputs",
+    "output_compared",
+    # why a candidate is in the final follows the matrix's measured ranking (fastest, next, ...)
+    "final_why",
 }
 
 
