@@ -6,6 +6,7 @@
 # log is set -x style.
 #   OUT=/some/folder scripts/device_check.sh        # PYTHON=python3.12 to pick the interpreter
 #   GPU_FEEDS="uint8-prefetcher nvjpeg-gpu-augment" # only these feeds (default: the profile's)
+#   PARTS=scaling OUT=/some/folder scripts/device_check.sh  # part 4 alone: the 4 -> 8, 16 core check
 set -u -o pipefail
 OUT="${OUT:-$PWD/build/device-out}"
 mkdir -p "$OUT"
@@ -113,7 +114,8 @@ run_part() {  # SECONDS KEYWORD: at most SECONDS, and never past the script's bu
     --name gpu-check -k "$2"
   echo "imgbench run -k '$2' exit: $?"
 }
-PARTS="${PARTS:-device feed cpu}"  # which parts to run (a rerun names only what failed)
+# which parts to run (a rerun names only what failed); `scaling` (part 4) runs in a call of its own
+PARTS="${PARTS:-device feed cpu}"
 [[ " $PARTS " == *" device "* ]] && run_part 180 "gpu and not feed"
 # CUDA in a fork of the worker server is expected to work (the server never initialises CUDA);
 # if the rows say otherwise, the rest runs in the session's own process
@@ -131,6 +133,32 @@ if ! ls "$OUT"/results/*.parquet >/dev/null 2>&1; then
   # no parquet at all: the gpu cases straight through pytest, its plugin named
   timeout $((BUDGET_S - SECONDS > 60 ? BUDGET_S - SECONDS : 60)) "$PY" -m pytest benches/bench_loaders.py -p imgbench.pytest_plugin \
     --imgbench-profile=gpu --imgbench-results="$OUT/results" -p no:cacheprovider -k gpu -q || true
+fi
+
+# 4. (its own call: PARTS=scaling) the bound for the cores you don't have (docs/loaders.md): the
+# quick profile's loader rows at 0, 1, 2 and SCALING_FIT workers on SCALING_FIT cores (taskset),
+# then at N workers on N cores for each N of SCALING_TARGETS, and lab/scaling_check.py fitting the
+# first run (N = 1, 2, SCALING_FIT: a USL fit) to predict each of the others
+if [[ " $PARTS " == *" scaling "* ]]; then
+  fit="${SCALING_FIT:-4}"
+  {
+    for n in "$fit" ${SCALING_TARGETS:-8 16}; do
+      sweep="[$n]"; [ "$n" = "$fit" ] && sweep="[0, 1, 2, $fit]"
+      printf '[tool.imgbench.profiles.scaling-%s]\nbase = "quick"\n' "$n"
+      printf '[tool.imgbench.profiles.scaling-%s.loader]\nworker_sweep = %s\n' "$n" "$sweep"
+    done
+  } >"$OUT/scaling-profiles.toml"
+  "${IMGBENCH[@]}" dataset build synthetic-small || true
+  for n in "$fit" ${SCALING_TARGETS:-8 16}; do
+    left=$((BUDGET_S - SECONDS)); [ "$left" -lt 60 ] && { echo "scaling: no time for $n cores"; break; }
+    IMGBENCH_PYPROJECT="$OUT/scaling-profiles.toml" timeout "$left" taskset -c "0-$((n - 1))" \
+      "${IMGBENCH[@]}" run --profile "scaling-$n" --no-envs -k "loader and not gpu" \
+      --name "scaling-$n" --results "$OUT/scaling-$n"
+    echo "scaling run on $n cores exit: $?"
+    [ "$n" = "$fit" ] && continue
+    "$PY" lab/scaling_check.py "$OUT/scaling-$fit" "$OUT/scaling-$n" --fit-cores "$fit" \
+      --cores "$n" --all | tee -a "$OUT/scaling.txt" || true
+  done
 fi
 
 # 3. the summary
