@@ -508,11 +508,7 @@ def _print_target(
             f"({best['images_per_s_median']:,.0f} images/s)."
         )
         console.print(_table(advice.reaching.head(show), "Reaching the target"))
-        _print_memory_rule(console, advice)
-        _print_au(console, advice, target)
-        _print_answer(console, advice)
-        _print_allocators(console, advice.allocator_gains)
-        _print_disks(console, frame)
+        _print_beside(console, advice, target, frame)
         return
     best = advice.others.iloc[0]
     needed = workers_needed(best["pipeline_s_per_image"], target)
@@ -539,6 +535,11 @@ def _print_target(
                 f"(measured per worker), {verdict}."
             )
     console.print(_table(advice.others.head(show), "Fastest configurations"))
+    _print_beside(console, advice, target, frame)
+
+
+def _print_beside(console: Console, advice: Advice, target: float, frame: pd.DataFrame) -> None:
+    """What a target's answer prints after its table: memory, AU, the answer, allocators, disks."""
     _print_memory_rule(console, advice)
     _print_au(console, advice, target)
     _print_answer(console, advice)
