@@ -172,7 +172,11 @@ def stage_cases(name: str, profile: Profile) -> list[Case]:
 def stamped(stage: Stage, case: Case) -> Case:
     """``case`` with what the engine needs to know of its stage (``Case.disk`` and the rest):
     an S3 case reads no disk here (its data sits behind the server), a case of a built format
-    reads the session's store."""
+    reads the session's store. A case of another stage name that a stage plans (tjbench's
+    ``native`` ceiling among the readers) keeps the defaults: it runs in the runner's process,
+    reads no disk the row names, and has no task."""
+    if case.stage != stage.name:
+        return case
     disk = stage.disk
     if "s3" in (case.columns.get("storage"), case.params.get("storage")):
         disk = "none"

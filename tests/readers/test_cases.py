@@ -204,3 +204,17 @@ def test_to_rgb8_policy() -> None:
     assert to_rgb8(rgba).shape == (2, 2, 3) and to_rgb8(rgba).max() == 0
     with pytest.raises(ValueError, match="sample type"):
         to_rgb8(np.zeros((2, 2), np.float32))
+
+
+def test_the_native_ceiling_keeps_the_runner_and_a_reader_gets_its_stage_facts() -> None:
+    """The registry stamps a read case with its stage's facts (a worker fork, the dataset's disk);
+    tjbench's ``native`` case, which the readers plan, keeps the defaults: the worker's planner
+    plans only registered stages, so it runs in the runner's process (make bench's tjbench rows
+    failed with "unknown stage 'native'" when it was stamped like a reader)."""
+    from imgbench.stages import stage_cases
+
+    cases = stage_cases("read", get_profile("default"))
+    native = [c for c in cases if c.stage == "native"]
+    reader = next(c for c in cases if c.library == "pillow")
+    assert native and all(not c.in_worker and c.disk == "none" and c.task is None for c in native)
+    assert reader.in_worker and reader.disk == "dataset" and not reader.screen
