@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.test_import_graph import discover, import_graph
+
 SRC = Path(__file__).resolve().parents[1] / "src"
 
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
@@ -101,55 +103,23 @@ def floor_of(module: str) -> int | None:
     return None if best is None else best[1]
 
 
-def module_name(path: Path, src: Path) -> str:
-    parts = list(path.relative_to(src).with_suffix("").parts)
-    if parts[-1] == "__init__":
-        parts.pop()
-    return ".".join(parts)
-
-
-def imports_of(source: str, module: str, is_package: bool, known: set[str]) -> list[str]:
-    """Every imgbench module ``source`` imports, wherever the import statement sits."""
-    package = module if is_package else module.rpartition(".")[0]
-    found: list[str] = []
-    for node in ast.walk(ast.parse(source)):
-        if isinstance(node, ast.Import):
-            found += [alias.name for alias in node.names]
-        elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:
-                anchor = package.split(".")
-                anchor = anchor[: len(anchor) - node.level + 1]
-                base = ".".join([*anchor, *([node.module] if node.module else [])])
-            for alias in node.names:  # `from pkg import submodule` imports the submodule
-                sub = f"{base}.{alias.name}"
-                found.append(sub if sub in known else base)
-    return [m for m in found if m == "imgbench" or m.startswith("imgbench.")]
-
-
-def sources(src: Path) -> dict[str, tuple[str, bool]]:
-    return {
-        module_name(path, src): (path.read_text(), path.name == "__init__.py")
-        for path in sorted((src / "imgbench").rglob("*.py"))
-    }
-
-
 def upward_imports(src: Path) -> list[str]:
-    """``importer (floor) -> imported (floor)`` for each import of a higher floor."""
-    modules = sources(src)
-    known = set(modules)
+    """``importer (floor) -> imported (floor)`` for each import of a higher floor, read from the
+    import graph ``tests/test_import_graph.py`` builds (every import, wherever it sits). A package
+    whose submodule the same module imports is that statement's ``from pkg import sub``: the
+    submodule stands for it."""
     found = []
-    for module, (source, is_package) in modules.items():
+    for module, targets in import_graph(src, "imgbench").items():
         here = floor_of(module)
-        for target in imports_of(source, module, is_package, known):
+        for target in targets - {t.rpartition(".")[0] for t in targets}:
             there = floor_of(target)
             if here is not None and there is not None and there > here:
                 found.append(f"{module} ({LAYERS[here][0]}) imports {target} ({LAYERS[there][0]})")
-    return sorted(set(found))
+    return sorted(found)
 
 
 def test_every_module_has_a_floor() -> None:
-    assert [m for m in sources(SRC) if floor_of(m) is None] == []
+    assert [m for m in discover(SRC, "imgbench") if floor_of(m) is None] == []
 
 
 def test_every_import_points_down() -> None:

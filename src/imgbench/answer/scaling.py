@@ -223,8 +223,7 @@ def fit_usl(cores: Sequence[float], rates: Sequence[float]) -> UslFit:
     upper = np.array([np.inf, 1.0, np.inf])
 
     def residuals(p: np.ndarray) -> np.ndarray:
-        model = p[0] * n / (1.0 + p[1] * (n - 1.0) + p[2] * n * (n - 1.0))
-        return np.asarray(np.log(model) - np.log(x), dtype=float)
+        return np.asarray(np.log(UslFit(*p).rate(n)) - np.log(x), dtype=float)
 
     found = least_squares(residuals, start, bounds=(np.array([1e-12, 0.0, 0.0]), upper))
     lam, sigma, kappa = (float(v) for v in found.x)
