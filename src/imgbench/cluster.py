@@ -412,13 +412,28 @@ def _drive(ray: Any, share: Share, job: ShareJob, results: ResultsLocation) -> N
 
 def _what_happened(ray: Any, node: Node, exc: BaseException) -> str:
     """ "died during the run: NodeDiedError: <Ray's first sentence>" or "lost its task: ..."."""
-    died = isinstance(exc, ray.exceptions.NodeDiedError)
-    if not died:
-        with contextlib.suppress(Exception):
-            died = node.node_id not in {n["NodeID"] for n in ray.nodes() if n.get("Alive")}
+    died = isinstance(exc, ray.exceptions.NodeDiedError) or _node_gone(ray, node)
     text = one_line(exc)
     first = text.split(". ", 1)[0].split(" `", 1)[0]  # Ray appends hints and commands
     return f"{'died' if died else 'lost its task'} during the run: {first}"[:300]
+
+
+# how long a lost task waits for the cluster to mark its node dead: a killed node's worker is
+# reported crashed (WorkerCrashedError) before the GCS sees the node's raylet go, so asked at once
+# the cluster still lists the node alive (make test saw it once in three runs)
+NODE_DEATH_WAIT_S = 10.0
+
+
+def _node_gone(ray: Any, node: Node, wait_s: float = NODE_DEATH_WAIT_S) -> bool:
+    """The node is no longer alive in the cluster, or stops being so within ``wait_s``."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        with contextlib.suppress(Exception):
+            if node.node_id not in {n["NodeID"] for n in ray.nodes() if n.get("Alive")}:
+                return True
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.5)
 
 
 def run_session_on_nodes(
