@@ -159,6 +159,8 @@ _DISK_PLANS: dict[str, dict[str, Any]] = {
         "supply_decoders": [],
         "task_pipelines": [],
         "task_pipelines_at_cores": [],
+        "ceiling_pipelines": [],
+        "ranks": [],
         "cold_rounds": True,
     },
     "final": {"blocks": 0},
@@ -196,6 +198,8 @@ _DEFAULT = Profile(
             "supply_decoders": [],
             "task_pipelines": [],
             "task_pipelines_at_cores": [],
+            "ceiling_pipelines": [],
+            "ranks": [],
         },
     },
     # what keeps make bench at 23-27 minutes on 2 Zen 4 cores (about 40 on Zen 3): JPEG read every way, PNG and WebP from memory; the transforms people use most;
@@ -265,6 +269,10 @@ _DEFAULT = Profile(
             # a decoder's best; they paid for the tasks' rows above (`full` keeps 0..cores)
             supply_decoders="all",
             supply_workers=(0, os.cpu_count() or 2),
+            # how far every answer is from a pipeline with nothing left to read, or to read and
+            # decode (the pool in RAM), and two training ranks' loaders sharing the cores
+            ceiling_pipelines=("ram-bytes", "ram-decoded"),
+            ranks=(2,),
         ),
         # the matrix's best loader configurations and the common default, head to head: 5 blocks
         # of 3 rounds each (docs/final.md)
@@ -318,6 +326,8 @@ _DEFAULT = Profile(
             "supply_decoders": [],
             "task_pipelines": [],
             "task_pipelines_at_cores": [],
+            "ceiling_pipelines": [],
+            "ranks": [],
         },
     },
     disks=("hdd",),
@@ -492,6 +502,8 @@ BUILTIN: dict[str, Profile] = {
                     "knobs": False,
                     "in_order_workers": [],
                     "s3_pipelines": [],
+                    "ceiling_pipelines": [],
+                    "ranks": [],
                 }
             },
             plans={
@@ -526,6 +538,8 @@ BUILTIN: dict[str, Profile] = {
                     cow_workers=(0, 1, 2, 3, 4),
                     # seed 001's scale: ten million paths (a list of them is ~1.1 GB per copy)
                     cow_entries=10_000_000,
+                    ceiling_pipelines=("ram-bytes", "ram-decoded"),
+                    ranks=(2, 4),
                     s3_network_shapes=("rtt0ms-unlimited", "rtt50ms-unlimited"),
                     supply_decoders="all",
                     # the tasks' loaders (docs/loaders.md, "Tasks"): 0..cores workers each

@@ -21,6 +21,7 @@ from typing import Any
 import pandas as pd
 
 from imgbench.answer.bound import Bound, bounding_stage, next_step
+from imgbench.answer.headroom import ceilings, distance_text, ranks_text
 from imgbench.answer.intervals import (
     Ratio,
     own_cv,
@@ -125,6 +126,10 @@ class Answer:
     fastest: Measured | None = None  # the highest median (``best`` when nothing ties with it)
     pick_rule: str | None = None
     final_rounds: int | None = None  # rounds of the head-to-head final behind the figures
+    # the pick's distance to the in-RAM ceilings, and the cores divided among training ranks
+    # (imgbench.answer.headroom); None where the rows have none
+    headroom: str | None = None
+    ranks_advice: str | None = None
 
     @property
     def tied(self) -> list[Measured]:
@@ -230,6 +235,10 @@ class Answer:
             items.append(Evidence("What bounds it", f"{self.bound.text}."))
         if self.next_step:
             items.append(Evidence("Next thing to try", f"{self.next_step}."))
+        if self.headroom:
+            items.append(Evidence("Nothing left to read", f"{self.headroom}."))
+        if self.ranks_advice:
+            items.append(Evidence("Training ranks", f"{self.ranks_advice}."))
         if self.best is not None:
             items.append(Evidence("Rows", "recommended", self.best.cite()))
         for default in (self.default_0, self.default_cores):
@@ -347,16 +356,22 @@ def references(group: pd.DataFrame, loaders: pd.DataFrame, codec: str | None) ->
     experiments = loaders[where(loaders, is_experiment)]
     for _, row in _latest(experiments).iterrows():
         params = json_object(row["params_json"])
+        kind = "ceiling" if "preload" in params else "experiment"
         if "accelerator_images_per_s" in params:
             note = (
                 f"AU emulation: the loader feeding an emulated accelerator of "
                 f"{params['accelerator_images_per_s']} images/s (its rate, not the loader's)"
             )
+        elif "preload" in params:
+            held = "decoded pixels" if params["preload"] == "decoded" else "encoded bytes"
+            note = f"in-RAM ceiling: the pool's {held} in RAM before the first batch"
+        elif "ranks" in params:
+            note = f"{params['ranks']} training ranks' loaders at once: their total images/s"
         else:
             note = "an experiment: it measures memory behaviour, not a pipeline (no decoding)"
         refs.append(
             Reference(
-                "experiment",
+                kind,
                 f"{row['library']} · {row['variant']} · {int(number(row['workers']) or 0)} workers",
                 float(row["images_per_s_median"]),
                 str(row["case_id"]),
@@ -456,6 +471,8 @@ def _answer_for(group: pd.DataFrame, loaders: pd.DataFrame, side: int | None) ->
     answer.next_step = next_step(
         answer.bound, config, group, answer.codec, answer.cores, measured_workers
     )
+    answer.headroom = distance_text(answer.best.interval, ceilings(loaders))
+    answer.ranks_advice = ranks_text(loaders, answer.cores)
     defaults = [c for c in answer.candidates if c.configuration.is_common_default]
     answer.default_0 = next((c for c in defaults if c.configuration.workers == 0), None)
     if answer.default_0 is None:

@@ -5,8 +5,10 @@ row's configuration comes from its ``params_json`` (``format``, ``decoder``, ``p
 ``workers``) as ``imgbench.loaders.cases`` writes it. Rules, one place:
 
 - an *experiment* measures something other than a training pipeline: a library whose name ends
-  in ``experiment`` (the copy-on-access memory experiment) or a row with an emulated accelerator
-  step (``accelerator_images_per_s``: AU emulation, whose rate is the emulated GPU's);
+  in ``experiment`` (the copy-on-access memory experiment), a row with an emulated accelerator
+  step (``accelerator_images_per_s``: AU emulation, whose rate is the emulated GPU's), an in-RAM
+  ceiling (``preload``: the pool in RAM before the first batch) or several training ranks'
+  loaders at once (``ranks``: their total; imgbench.answer.headroom reads both);
 - a *ceiling* is no choice a user can make: ``stage == "native"`` (tjbench) at full scale (a
   ``reduce`` parameter decodes a fraction of the pixels), and format rows of a ``raw*`` library
   (one big file read sequentially);
@@ -37,6 +39,8 @@ FILES = "files"  # imgbench.loaders.pipeline.FILES: the dataset's own image file
 STORAGE_CEILING_PREFIX = "raw"
 EXPERIMENT_SUFFIX = "experiment"
 DISK_PASS = "disk_pass"  # imgbench.disks.catalog.DISK_PASS: a disk session's rows
+# parameters of loader rows that are no single training pipeline a user picks (see the docstring)
+NOT_A_PIPELINE = ("accelerator_images_per_s", "preload", "ranks")
 REFERENCE_LOADER = "torch-dataloader"  # the loader the common default uses
 CLASSIFICATION = "classification"  # the task of rows that name none (imgbench.augment.tasks)
 # a legacy skipped row (before the plugin left them to their own session): not a real reason
@@ -99,7 +103,7 @@ def is_disk_pass(row: Row) -> bool:
 def is_experiment(row: Row) -> bool:
     params = json_object(row.get("params_json"))
     library = str(row.get("library") or "")
-    return library.endswith(EXPERIMENT_SUFFIX) or "accelerator_images_per_s" in params
+    return library.endswith(EXPERIMENT_SUFFIX) or any(p in params for p in NOT_A_PIPELINE)
 
 
 def is_decode_only(row: Row) -> bool:

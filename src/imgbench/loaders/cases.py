@@ -24,6 +24,7 @@ to their parameters; local cases keep the ids they had, with ``storage=local`` a
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Callable
 from dataclasses import replace
@@ -45,6 +46,7 @@ from imgbench.loaders.pipeline import (
     FULL_DECODE,
     LOCAL,
     NO_AUGMENT,
+    NO_PRELOAD,
     S3,
     SEGMENTATION,
     PipelineConfig,
@@ -98,6 +100,7 @@ def loader_cases(profile: Profile) -> list[Case]:
         for t in plan.thread_sweep
     ]
     cases += [c for spec in reference for c in _knob_cases(spec.library, plan)]
+    cases += [c for spec in reference for c in ceiling_and_rank_cases(spec.library, plan)]
     cases += [c for spec in reference for c in task_cases(spec.library, plan)]
     if plan.supply_decoders:  # every full-size JPEG decoder inside the loader
         supply: Callable[..., list[Case]] = load_attr(SUPPLY_CASES)
@@ -146,6 +149,22 @@ def _knob_cases(library: str, plan: LoaderPlan) -> list[Case]:
         cases += [dl(0, config=config), dl(2, config=config)]
     cores = os.cpu_count() or 2
     cases += [dl(cores, config=pipeline_config(name)) for name in plan.crop_pipelines]
+    return cases
+
+
+def ceiling_and_rank_cases(library: str, plan: LoaderPlan) -> list[Case]:
+    """The reference loader's in-RAM ceilings (the pool's bytes, then its decoded pixels, in RAM
+    before the first batch) at one worker per core, and ``R`` training ranks' loaders sharing
+    the cores for each ``R`` of ``plan.ranks``: each rank with the cores divided among the
+    ranks, and with one worker per core each (what a script tuned on one GPU does on R)."""
+    cores = os.cpu_count() or 2
+    cases = [
+        loader_case(library, cores, plan=plan, config=pipeline_config(name))
+        for name in plan.ceiling_pipelines
+    ]
+    for ranks in plan.ranks:
+        for workers in dict.fromkeys((max(1, cores // ranks), cores)):
+            cases.append(loader_case(library, workers, plan=plan, ranks=ranks))
     return cases
 
 
@@ -277,6 +296,7 @@ def loader_case(
     batch_timeout_s: float | None = None,
     network_shape: str | None = None,
     documented: Documented | None = None,
+    ranks: int = 1,
 ) -> Case:
     """One loader case. An S3 pipeline (``config.storage == "s3"``) adds ``storage=s3`` to the
     parameters and needs the session's ``s3`` service; ``network_shape`` (a shape name, default
@@ -303,10 +323,7 @@ def loader_case(
         params["pin_memory"] = bool(pin_memory)
         if in_order is not None:  # the DataLoader's in_order (torch >= 2.6)
             params["in_order"] = in_order
-    if config.task != CLASSIFICATION:  # in the case id; classification ids stay as they were
-        params["task"] = config.task
-    if config.crop_decode != FULL_DECODE:  # a crop-aware decode (loaders/crop_decode.py)
-        params["crop_decode"] = config.crop_decode
+    params |= _pipeline_params(config, ranks)
     if method is not None:  # where a loader of several methods runs its work
         params["method"] = method
     if accelerator is not None:
@@ -335,6 +352,21 @@ def loader_case(
         columns={**columns, "task": config.task},
     )
     return case if environment == case.environment else replace(case, environment=environment)
+
+
+def _pipeline_params(config: PipelineConfig, ranks: int) -> dict[str, Any]:
+    """The case-id parameters of what is not the plain classification pipeline on one rank;
+    classification ids stay as they were."""
+    params: dict[str, Any] = {}
+    if config.task != CLASSIFICATION:
+        params["task"] = config.task
+    if config.crop_decode != FULL_DECODE:  # a crop-aware decode (loaders/crop_decode.py)
+        params["crop_decode"] = config.crop_decode
+    if config.preload != NO_PRELOAD:  # an in-RAM ceiling (loaders/in_ram.py)
+        params["preload"] = config.preload
+    if ranks > 1:  # training ranks' loaders at once, each with ``workers`` (loaders/ranks.py)
+        params["ranks"] = ranks
+    return params
 
 
 def crops(config: PipelineConfig) -> bool:
@@ -399,6 +431,8 @@ def variant_name(config: PipelineConfig, params: dict[str, Any]) -> str:
     parts = [f"{config.format}-{config.decoder.split('/')[0]}-{augment}"]
     if config.crop_decode != FULL_DECODE:  # its own curve: the decoder decodes the crop only
         parts.append(f"{config.crop_decode}-decode")
+    if config.preload != NO_PRELOAD:  # its own curve: the pool in RAM before the first batch
+        parts.append(f"{config.preload}-in-ram")
     if config.storage != LOCAL:  # its own curve: the same pipeline from the bucket
         shaping = params.get("network_shaping")
         parts.append(f"{config.storage}-{shaping}" if shaping else config.storage)
@@ -419,6 +453,8 @@ def _knob_parts(params: dict[str, Any]) -> list[str]:
         parts.append("out-of-order")
     if "method" in params:
         parts.append(params["method"])
+    if params.get("ranks", 1) > 1:
+        parts.append(f"{params['ranks']}-ranks")
     if params.get(DOCUMENTED_PARAM) == AS_DOCUMENTED:
         parts.append(AS_DOCUMENTED)
     if "accelerator_images_per_s" in params:
@@ -594,7 +630,6 @@ def prepare_loader(
     delivers wrong batches fast is a failed row, not a figure. ``wrap`` replaces the source
     (tests use it to inject faults); the labels the batches may carry are the unwrapped source's.
     """
-    import functools
 
     from imgbench.loaders.au import ComputeStep
     from imgbench.loaders.checks import check_batch, expectation, known_labels
@@ -611,6 +646,7 @@ def prepare_loader(
         storage=S3 if params.get("storage") == S3 else LOCAL,
         task=params.get("task", CLASSIFICATION),
         crop_decode=params.get("crop_decode", FULL_DECODE),
+        preload=params.get("preload", NO_PRELOAD),
     )
     spec = get_loader(case.library)
     storage_extra: dict[str, Any] = {}
@@ -621,9 +657,11 @@ def prepare_loader(
         source, storage_extra = s3_source(ctx, config, case_access(ctx, case))
     else:
         source = make_source(ctx, config, spec.own_formats)
+    if config.preload != NO_PRELOAD:  # untimed: the pool into RAM before any worker starts
+        source = _in_ram(source, config, storage_extra)
     # on an emulated disk the rounds read cold (imgbench.loaders.cold); warm elsewhere
     cache = None
-    if config.storage != S3:
+    if config.storage != S3 and config.preload == NO_PRELOAD:
         own = config.format != FILES and config.format in spec.own_formats
         cache = cold_cache(ctx, source, own)
     labels = known_labels(source)
@@ -639,16 +677,17 @@ def prepare_loader(
         compute = ComputeStep.for_accelerator(
             params["accelerator_images_per_s"], batch_size, params.get("compute_kind", "sleep")
         )
-    loader = spec.load().build(pipeline, params)
-    workers = int(params.get("workers") or 0)
+    workers, ranks = int(params.get("workers") or 0), int(params.get("ranks") or 1)
+    check = functools.partial(check_batch, expect=expect)
+    loader, name = _built(spec, case.library, pipeline, params, check)
     run = LoaderRun(
         loader,
-        f"{case.library} ({workers} workers)",
-        parallel=max(1, workers),
+        name,
+        parallel=max(1, workers) * ranks,
         warmup_batches=ctx.settings.warmup_rounds * n_batches,
         drain_batches=workers * int(params.get("prefetch_factor") or 0),
         compute=compute,
-        check=functools.partial(check_batch, expect=expect),
+        check=check,
         **_timeouts(params),
     )
     run.extra.update(
@@ -673,9 +712,9 @@ def prepare_loader(
     return Workload(
         items=list(range(n_batches)),
         fn=run.step,
-        images_per_item=batch_size,
-        megapixels_per_round=n_batches * batch_size * output_pixels(config) / 1e6,
-        cache_method=S3_CACHE_METHOD if config.storage == S3 else LOCAL_CACHE_METHOD,
+        images_per_item=batch_size * ranks,
+        megapixels_per_round=n_batches * batch_size * ranks * output_pixels(config) / 1e6,
+        cache_method=cache_method(config),
         cache=cache,
         before_round=cache.before_round if cache is not None else None,
         extra=run.extra,
@@ -683,6 +722,44 @@ def prepare_loader(
         min_round_s=spec.min_round_s,
         runs_ahead=True,
     )
+
+
+def _in_ram(source: Any, config: PipelineConfig, extra: dict[str, Any]) -> Any:
+    """The source held in RAM as ``config.preload`` says; ``extra`` gets what it took."""
+    from imgbench.loaders.in_ram import preloaded
+
+    held = preloaded(source, config.preload, config.decoder)
+    extra.update(preload_s=round(held.preload_s, 6), preload_bytes=held.nbytes)
+    return held
+
+
+def _built(
+    spec: LoaderSpec,
+    library: str,
+    pipeline: Any,
+    params: dict[str, Any],
+    check: Callable[[Any], str | None],
+) -> tuple[Any, str]:
+    """The case's loader and its name in errors: one, or one per training rank, each in its own
+    process over its shard (imgbench.loaders.ranks)."""
+    workers, ranks = int(params.get("workers") or 0), int(params.get("ranks") or 1)
+    build = spec.load().build
+    if ranks == 1:
+        return build(pipeline, params), f"{library} ({workers} workers)"
+    from imgbench.loaders.ranks import RanksLoader
+
+    loader = RanksLoader(functools.partial(build, pipeline), params, ranks, check)
+    return loader, f"{library} ({ranks} ranks x {workers} workers)"
+
+
+def cache_method(config: PipelineConfig) -> str:
+    """How the row's reads met the page cache (the ``cache_method`` column)."""
+    if config.preload != NO_PRELOAD:
+        held = "decoded pixels" if config.preload == "decoded" else "encoded bytes"
+        return (
+            f"n/a: the pool's {held} held in memory before the first batch; no read in the rounds"
+        )
+    return S3_CACHE_METHOD if config.storage == S3 else LOCAL_CACHE_METHOD
 
 
 TASK_OUTPUT = {

@@ -53,6 +53,13 @@ ARRAY = "hwc-uint8"  # what a decoder hands over unless both sides take a native
 # where a format's store lives (PipelineConfig.storage)
 LOCAL: Final = "local"
 S3: Final = "s3"
+# what the loader holds in RAM before its first batch (PipelineConfig.preload): nothing (each
+# sample read from its store), the pool's encoded bytes (nothing left to read), or its decoded
+# pixels (nothing left to read or decode): the two in-RAM ceilings (imgbench.loaders.in_ram)
+NO_PRELOAD: Final = "none"
+PRELOAD_BYTES: Final = "bytes"
+PRELOAD_DECODED: Final = "decoded"
+Preload = Literal["none", "bytes", "decoded"]
 CLASSIFICATION: Final = "classification"
 SEGMENTATION: Final = "segmentation"
 CROP_OCR: Final = "crop-ocr"
@@ -80,8 +87,20 @@ class PipelineConfig:
     # whole image at a reduced scale ("reduced"), or both ("roi-reduced"); the augmentation runs
     # the rest of the recipe (imgbench.loaders.crop_decode)
     crop_decode: CropDecode = FULL_DECODE
+    # the pool held in RAM before the first batch (NO_PRELOAD, PRELOAD_BYTES, PRELOAD_DECODED):
+    # the in-RAM ceilings every answer is measured against (imgbench.loaders.in_ram)
+    preload: Preload = NO_PRELOAD
 
     def __post_init__(self) -> None:
+        if self.preload not in (NO_PRELOAD, PRELOAD_BYTES, PRELOAD_DECODED):
+            raise ValueError(f"preload {self.preload!r}: none, bytes or decoded")
+        if self.preload != NO_PRELOAD and (
+            self.storage != LOCAL or self.task != CLASSIFICATION or self.crop_decode != FULL_DECODE
+        ):
+            raise ValueError(
+                f"preload={self.preload} is for local classification pipelines that decode "
+                "whole images"
+            )
         if self.crop_decode not in CROP_DECODES:
             raise ValueError(f"crop_decode {self.crop_decode!r}: one of {CROP_DECODES}")
         if self.crop_decode != FULL_DECODE and (
@@ -100,6 +119,8 @@ class PipelineConfig:
         if self.crop_decode != FULL_DECODE:  # only then: full pipelines keep their labels
             decoder = f"{decoder} [{self.crop_decode} decode]"
         label = f"{where} > {decoder} > {aug}"
+        if self.preload != NO_PRELOAD:  # only then: the other pipelines keep their labels
+            label = f"{self.preload} in RAM: {label}"
         return label if self.task == CLASSIFICATION else f"{label} ({self.task})"
 
 

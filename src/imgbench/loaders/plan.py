@@ -46,6 +46,14 @@ class LoaderPlan(StagePlan):
     # each system also as its own authors' example builds it (imgbench.loaders.documented),
     # where its registry entry names such rows
     as_documented: bool = True
+    # the in-RAM ceilings through the reference loader at one worker per core: the pool's
+    # encoded bytes ("ram-bytes") and decoded pixels ("ram-decoded") in RAM before the first
+    # batch (imgbench.loaders.in_ram); () none
+    ceiling_pipelines: tuple[str, ...] = ()
+    # training ranks sharing the cores (imgbench.loaders.ranks): for each R here, R loaders of
+    # the default pipeline at once, each over its DistributedSampler shard, at cores / R and at
+    # cores workers per rank; () none (one rank is every other row)
+    ranks: tuple[int, ...] = ()
     # the reference DataLoader with in_order=False (torch >= 2.6) at these worker counts
     in_order_workers: tuple[int, ...] = (2,)
     # local loader rounds read cold on the real disk too (the disk sessions' real-disk pass,

@@ -74,6 +74,10 @@ NAMED_PIPELINES: dict[str, PipelineConfig] = {
         augment="torchvision/v2-tensor", recipe="segmentation", task="segmentation"
     ),
     "crop-ocr": PipelineConfig(recipe="crop-ocr", task="crop-ocr"),
+    # the in-RAM ceilings (imgbench.loaders.in_ram): the default pipeline with its pool's
+    # encoded bytes in RAM (nothing left to read), and decoded (nothing left to read or decode)
+    "ram-bytes": PipelineConfig(preload="bytes"),
+    "ram-decoded": PipelineConfig(preload="decoded"),
     # segmentation and crop-ocr in Pillow, as a Keras DataGenerator and seed 000's Sequence do
     # them (the Keras loader's: the tensorflow env has Pillow, not OpenCV or torch)
     "pillow-segmentation": PipelineConfig(

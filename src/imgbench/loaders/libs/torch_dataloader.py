@@ -53,6 +53,29 @@ def pin_worker_threads(worker_id: int) -> None:
         cv2.setNumThreads(0)
 
 
+class EndlessShard:
+    """``DistributedSampler``'s shard for one rank, epoch after epoch (``set_epoch`` reshuffles
+    the whole pool each epoch, and the ranks' shards of an epoch never overlap), as a training
+    loop over epochs draws it; endless, like the sampler of a single loader."""
+
+    def __init__(self, dataset: Any, rank: int, ranks: int, seed: int = 0) -> None:
+        from torch.utils.data.distributed import DistributedSampler
+
+        self.inner: DistributedSampler[int] = DistributedSampler(
+            dataset, num_replicas=ranks, rank=rank, shuffle=True, seed=seed, drop_last=True
+        )
+
+    def __iter__(self) -> Iterator[int]:
+        import itertools
+
+        for epoch in itertools.count():
+            self.inner.set_epoch(epoch)
+            yield from self.inner
+
+    def __len__(self) -> int:
+        return ENDLESS
+
+
 class TorchLoader:
     def __init__(
         self,
@@ -85,9 +108,13 @@ class TorchLoader:
             if "in_order" in params:  # torch >= 2.6: batches as workers finish them
                 kwargs["in_order"] = bool(params["in_order"])
         generator = torch.Generator().manual_seed(seed)
-        sampler = (
-            None if iterable else RandomSampler(pipeline, num_samples=ENDLESS, generator=generator)
-        )
+        sampler: Any = None
+        # a training rank's shard (imgbench.loaders.ranks): DistributedSampler, epoch after epoch
+        self.shard = (int(params["rank"]), int(params["ranks"])) if "rank" in params else None
+        if self.shard is not None and not iterable:
+            sampler = EndlessShard(pipeline, *self.shard, seed=seed)
+        elif not iterable:
+            sampler = RandomSampler(pipeline, num_samples=ENDLESS, generator=generator)
         self.loader = (loader_class or DataLoader)(
             cast("Dataset[Any]", pipeline),  # a map-style dataset by duck typing: len, [i]
             batch_size=int(params["batch_size"]),
