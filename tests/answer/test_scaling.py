@@ -297,6 +297,30 @@ def test_advise_cores_prints_the_pick_and_the_common_default(tmp_path: Path) -> 
     assert "rows of another machine" in result.output  # measured elsewhere: that is the point
 
 
+def test_advise_ranks_divides_the_cores(tmp_path: Path) -> None:
+    write_rows(answer_rows(cores=8), tmp_path / "run.parquet")
+    runner = CliRunner(env={"COLUMNS": "400"})
+    args = ["advise", "--cores", "16", "--step-rate", "2000", "--results", str(tmp_path)]
+    alone = runner.invoke(app, args)
+    ranked = runner.invoke(app, [*args, "--ranks", "4"])
+    assert ranked.exit_code == 0, ranked.output
+    lines = ranked.output.splitlines()
+    pick = lines.index(next(line for line in lines if line.startswith("Pick (")))
+    split = lines[pick + 1]
+    assert split.startswith("  with 4 ranks sharing 16 cores: give each rank 4 workers; ")
+    assert "4 x one rank at 4 cores, a prediction" in split
+    # the total is four times one rank's figure at 4 cores (the same fit: advise --cores 4)
+    four = runner.invoke(app, ["advise", "--cores", "4", "--results", str(tmp_path)])
+    one_rank = next(line for line in four.output.splitlines() if line.startswith("Pick ("))
+    per_rank = float(one_rank.split(": ", 1)[1].split(" images/s")[0].replace(",", ""))
+    total = float(split.split("; ")[1].split(" images/s")[0].replace(",", ""))
+    assert total == pytest.approx(4 * per_rank, rel=0.01)
+    assert any(line.startswith("  with 4 ranks, each with a step of 2,000") for line in lines)
+    assert "with 4 ranks" not in alone.output
+    bad = runner.invoke(app, [*args, "--ranks", "0"])
+    assert bad.exit_code == 2 and "must be > 0" in bad.output
+
+
 def test_advise_cores_on_two_core_rows_gives_bounds(tmp_path: Path) -> None:
     write_rows(answer_rows(cores=2), tmp_path / "run.parquet")
     result = CliRunner(env={"COLUMNS": "400"}).invoke(

@@ -442,6 +442,14 @@ def advise_command(
             "--step-rate", help="images/s a training step takes: the cores needed to keep it busy"
         ),
     ] = None,
+    ranks: Annotated[
+        int,
+        typer.Option(
+            "--ranks",
+            help="training ranks (one loader per GPU) sharing the cores: the cores divided "
+            "among them (with --cores or --step-rate)",
+        ),
+    ] = 1,
 ) -> None:
     """Which loader configurations reach a target images/s on this machine, and what limits them;
     with --cores, what the rows say about a machine with that many cores."""
@@ -449,7 +457,13 @@ def advise_command(
 
     if target is None and cores is None and step_rate is None:
         raise typer.BadParameter("give --target, --cores or --step-rate", param_hint="--target")
-    for value, hint in ((target, "--target"), (cores, "--cores"), (step_rate, "--step-rate")):
+    checked = (
+        (target, "--target"),
+        (cores, "--cores"),
+        (step_rate, "--step-rate"),
+        (ranks, "--ranks"),
+    )
+    for value, hint in checked:
         if value is not None and value <= 0:
             raise typer.BadParameter("must be > 0", param_hint=hint)
     if not results.exists():
@@ -460,17 +474,22 @@ def advise_command(
     if target is not None:
         _print_target(console, frame, target, results, show, pipeline)
     if cores is not None or step_rate is not None:
-        _print_scaling(console, frame, results, cores, step_rate)
+        _print_scaling(console, frame, results, cores, step_rate, ranks)
 
 
 def _print_scaling(
-    console: Console, frame: pd.DataFrame, results: Path, cores: int | None, step_rate: float | None
+    console: Console,
+    frame: pd.DataFrame,
+    results: Path,
+    cores: int | None,
+    step_rate: float | None,
+    ranks: int = 1,
 ) -> None:
     """The pick and the common default at ``cores`` cores, and the cores ``step_rate`` needs."""
     from imgbench.answer.scaling import scaling_lines
     from imgbench.machine import machine_info
 
-    lines = scaling_lines(frame, machine_info().machine_id, cores, step_rate)
+    lines = scaling_lines(frame, machine_info().machine_id, cores, step_rate, ranks)
     if lines is None:
         Console(stderr=True).print(
             f"[bold red]error:[/] no loader answer in {results}: run `imgbench run -k loader` first"

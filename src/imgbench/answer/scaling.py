@@ -498,7 +498,26 @@ def _machine_rows(frame: pd.DataFrame, machine_id: str | None) -> tuple[pd.DataF
     return frame, "rows of another machine"
 
 
-def _subject_lines(subject: Subject, cores: int | None, step_rate: float | None) -> list[str]:
+def ranks_text_at(model: ScalingModel, cores: int, ranks: int) -> str:
+    """R training ranks sharing ``cores``: each rank's loader on its share of the cores (the
+    cores divided, at least one each), the total R times one rank's figure at its share. A
+    figure on the assumption that the ranks share nothing but the cores (no memory bandwidth
+    or page cache contention): the rows measured at R ranks say how far that holds here."""
+    share = max(1, cores // ranks)
+    one = model.at(share)
+    total = Interval(ranks * one.value, ranks * one.low, ranks * one.high)
+    kind = "prediction" if model.kind == PREDICTION else "bound"
+    return (
+        f"with {ranks} ranks sharing {_cores_text(cores)}: give each rank {share} worker"
+        f"{'s' if share != 1 else ''}; {total.value:,.0f} images/s in total (95% interval "
+        f"{total.low:,.0f}-{total.high:,.0f}; {ranks} x one rank at {_cores_text(share)}, a "
+        f"{kind})"
+    )
+
+
+def _subject_lines(
+    subject: Subject, cores: int | None, step_rate: float | None, ranks: int = 1
+) -> list[str]:
     head = f"{subject.role[0].upper()}{subject.role[1:]} ({subject.name()})"
     model = subject.model
     if model is None:
@@ -506,20 +525,32 @@ def _subject_lines(subject: Subject, cores: int | None, step_rate: float | None)
     lines = []
     if cores is not None:
         lines.append(f"{head}: {model.text_at(cores)}.")
+        if ranks > 1:
+            lines.append(f"  {ranks_text_at(model, cores, ranks)}.")
     if step_rate is not None:
-        needed = model.cores_for(step_rate).text
+        needed = model.cores_for(step_rate)
         prefix = "  " if cores is not None else f"{head}: "
-        lines.append(f"{prefix}to keep a step of {step_rate:,.0f} images/s busy: {needed}.")
+        lines.append(f"{prefix}to keep a step of {step_rate:,.0f} images/s busy: {needed.text}.")
+        if ranks > 1 and needed.cores is not None:
+            lines.append(
+                f"  with {ranks} ranks, each with a step of {step_rate:,.0f} images/s: "
+                f"{_cores_text(ranks * needed.cores)} in all ({needed.cores} per rank)."
+            )
     lines += [f"  left out: {reason}." for reason in model.left_out]
     return lines
 
 
 def scaling_lines(
-    frame: pd.DataFrame, machine_id: str | None, cores: int | None, step_rate: float | None
+    frame: pd.DataFrame,
+    machine_id: str | None,
+    cores: int | None,
+    step_rate: float | None,
+    ranks: int = 1,
 ) -> list[str] | None:
-    """``imgbench advise --cores N [--step-rate R]``: the answer's pick and the common default at
-    N cores (a prediction or a bound, labelled), and the cores a step of R images/s needs; None
-    when the rows hold no answer."""
+    """``imgbench advise --cores N [--step-rate R] [--ranks K]``: the answer's pick and the
+    common default at N cores (a prediction or a bound, labelled), and the cores a step of R
+    images/s needs; with K training ranks, the cores divided among them; None when the rows
+    hold no answer."""
     from imgbench.answer.recommend import answers
 
     rows, whose = _machine_rows(frame, machine_id)
@@ -532,5 +563,7 @@ def scaling_lines(
         'docs/loaders.md, "A bound for the cores you don\'t have"):'
     ]
     for subject in answer_subjects(rows, answer):
-        lines += _subject_lines(subject, cores, step_rate)
+        lines += _subject_lines(subject, cores, step_rate, ranks)
+    if ranks > 1 and answer.ranks_advice:
+        lines.append(f"Measured here: {answer.ranks_advice}.")
     return lines
