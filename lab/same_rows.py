@@ -54,6 +54,10 @@ MEASURED = {
     "latency_ms_p99",
     "peak_rss_bytes",
     "wall_s",
+    # the machine reference, timed once per run (imgbench.measure.reference)
+    "reference_1_images_per_s",
+    "reference_all_images_per_s",
+    "reference_error",
     # a round's size follows its calibration (round_repeats): the rounds repeat the items
     "images_per_round",
     "bytes_per_round",

@@ -17,6 +17,7 @@ from PIL import Image
 os.environ.setdefault("COLUMNS", "200")
 
 from imgbench.controls import SETTINGS_ENV, WORKER_IMPORTS_ENV
+from imgbench.measure.reference import REFERENCE_ENV
 from imgbench.objectstore.server import (
     ENDPOINT_ENV,
     S3Server,
@@ -35,6 +36,9 @@ os.environ.setdefault(WORKER_IMPORTS_ENV, "selected")
 # Nor do they calibrate: a round of one pass needs no untimed rounds to size it (one to three per
 # case, a whole loader pass each); the calibration tests set their own floor.
 os.environ.setdefault(SETTINGS_ENV, "host_max_ratio=0 min_round_s=0")
+# Nor do they time the machine reference (a few seconds per session, checking nothing there):
+# its own tests (tests/measure/test_reference.py) clear the variable where they want it.
+os.environ.setdefault(REFERENCE_ENV, "off")
 # The sessions the tests start are a user's sessions, not pytest-xdist workers: pytest-benchmark
 # reads this variable and warns and skips its JSON in a worker (`make test` runs with -n 2).
 for _name in ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT", "PYTEST_XDIST_TESTRUNUID"):

@@ -175,6 +175,7 @@ def run(
             group,
             create_envs=env_name is None,
         )
+    _machine_reference(measure)
     child_env = {**os.environ, "IMGBENCH_RUN_GROUP": group}
     codes = _run_sessions(
         sessions, chosen, results, keyword, pytest_args or [], child_env, env_name, plan
@@ -230,6 +231,25 @@ def _print_plan(
     for line in plan.lines():
         console.print(line, highlight=False, soft_wrap=True)
     return plan
+
+
+def _machine_reference(measure: str) -> None:
+    """The machine's reference figures, measured once before the sessions (a few seconds) and
+    handed to every session and the final in ``$IMGBENCH_MACHINE_REFERENCE``, so each row of
+    the run carries the same figures (imgbench.measure.reference); a failure is said here once
+    and the run goes on with null columns. A value already in the variable is kept; a run
+    counting instructions times none."""
+    from imgbench.measure.reference import REFERENCE_ENV, reference_from_env
+
+    if measure != "wall":
+        return
+    found = reference_from_env()
+    assert found is not None  # measured when the variable is unset
+    if found.error is None:
+        console.print(f"[dim]{found.summary()}[/]", highlight=False, soft_wrap=True)
+    elif not found.turned_off:
+        err.print(f"[yellow]{found.summary()}; the run goes on[/]", highlight=False, soft_wrap=True)
+    os.environ[REFERENCE_ENV] = found.to_env()
 
 
 def _print_answer(results: str, group: str) -> None:

@@ -14,7 +14,7 @@ import json
 import os
 import time
 from collections.abc import Generator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -28,8 +28,10 @@ from imgbench.disks.records import cleanup_leftovers
 from imgbench.disks.session import DiskSession
 from imgbench.envs import unmeasured_reason
 from imgbench.errors import one_line
+from imgbench.machine import machine_info as imgbench_machine
 from imgbench.measure.case import Case
 from imgbench.measure.manager import Failed, Manager, Skipped
+from imgbench.measure.reference import session_reference
 from imgbench.measure.rounds import Measurement
 from imgbench.measure.rows import RunHeader, case_listing, case_row, new_run_id, summary_lines
 from imgbench.measure.settings import Settings, SettingsError
@@ -293,6 +295,9 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     if state.settings.worker_imports == "profile":
         required.update(profile_imports(state.profile, state.environment))
     state.manager.preload = worker_preload(required)
+    opts = session.config.option  # the machine's reference, before any case (measure/reference)
+    if session.items and not (opts.collectonly or getattr(opts, "benchmark_disable", False)):
+        state.run = replace(state.run, reference=session_reference(state.settings.measure))
     out = session.config.getoption("imgbench_list_cases", None)
     if out:
         from imgbench.atomic import atomic_file
@@ -321,8 +326,6 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 
 def pytest_benchmark_update_machine_info(config: pytest.Config, machine_info: dict) -> None:
-    from imgbench.machine import machine_info as imgbench_machine
-
     machine_info["imgbench"] = imgbench_machine().as_row()
 
 

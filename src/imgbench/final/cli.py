@@ -15,6 +15,7 @@ from imgbench.final.plan import FinalPlan
 from imgbench.final.run import Contest, final_rows, measure_final
 from imgbench.final.select import choose
 from imgbench.measure.manager import Manager
+from imgbench.measure.reference import reference_from_env
 from imgbench.measure.rows import RunHeader, new_run_id
 from imgbench.profiles import ProfileChoice
 from imgbench.results.location import ResultsLocation
@@ -60,7 +61,8 @@ def hold_final(
         return FinalResult(None, [f"final: not held ({why})", *selection.left_out])
     name = f"{run_name}-final"
     run_id = new_run_id(name)
-    run = RunHeader(run_id, name, group or run_id)
+    # `imgbench run`'s reference (its variable), or measured now for `imgbench final` alone
+    run = RunHeader(run_id, name, group or run_id, reference=reference_from_env())
     file_name = f"{run_id}.parquet"
     say(
         f"final: {len(selection.candidates)} candidates x {plan.blocks} blocks of {plan.rounds} "

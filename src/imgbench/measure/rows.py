@@ -15,9 +15,10 @@ from typing import TYPE_CHECKING, Any
 from imgbench.disks.catalog import disk_profile
 from imgbench.machine import commit_info, dist_version, machine_info
 from imgbench.measure.case import Case
+from imgbench.measure.reference import MachineReference
 from imgbench.measure.rounds import Measurement
 from imgbench.measure.settings import FIELDS, Settings
-from imgbench.results.schema import empty_row
+from imgbench.results.schema import comparison_key, empty_row
 
 if TYPE_CHECKING:
     from imgbench.datasets import Dataset
@@ -92,11 +93,13 @@ def case_listing(test_id: str, case: Case) -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class RunHeader:
-    """Which run a row belongs to: its id, the name it was saved under, its group."""
+    """Which run a row belongs to: its id, the name it was saved under, its group, and the
+    machine's reference figures measured once for the run (None: not measured, null columns)."""
 
     run_id: str
     run_name: str | None
     run_group: str
+    reference: MachineReference | None = None
 
 
 def case_row(
@@ -146,6 +149,9 @@ def case_row(
         # an object store keeps its data in its own folder, never on the emulated disk
         disk = "none" if row.get("storage") == "s3" else settings.disk_profile
         row.update(disk_profile(disk).columns())
+    if run.reference is not None:
+        row.update(run.reference.columns())
+    row["comparison_key"] = comparison_key(row)
     return row
 
 

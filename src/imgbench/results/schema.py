@@ -8,7 +8,9 @@ readable because ``results.store`` fills missing columns with nulls.
 
 from __future__ import annotations
 
+import hashlib
 import json
+from collections.abc import Mapping
 from typing import Any
 
 import pyarrow as pa
@@ -56,10 +58,54 @@ _FIELDS: list[tuple[str, pa.DataType, str]] = [
         pa.string(),
         "the Ray node that measured the row (`imgbench run --ray`); null for a run on one machine",
     ),
+    # the machine's speed on a fixed workload, measured once per run (imgbench.measure.reference)
+    (
+        "reference_workload",
+        pa.string(),
+        "the machine reference's workload and version, e.g. decode+augment-v1:5307451e8cdf (the "
+        "work per image, then a hash of the bundled images): references compare within a version",
+    ),
+    (
+        "reference_1_images_per_s",
+        pa.float64(),
+        "the machine's speed on the reference workload: one process on one thread, images/s "
+        "(median of 5 slices of a 1.5 s window)",
+    ),
+    (
+        "reference_all_images_per_s",
+        pa.float64(),
+        "the same workload in reference_cores single-threaded processes at once, images/s summed "
+        "over the same window (a CPU quota or busy neighbours show here)",
+    ),
+    (
+        "reference_cores",
+        pa.int32(),
+        "processes behind reference_all_images_per_s: the CPUs the run may use (affinity mask), "
+        "at most a cgroup CPU quota rounded up",
+    ),
+    (
+        "reference_cpu_quota",
+        pa.float64(),
+        "the cgroup CPU quota in CPUs while the reference ran (cfs_quota_us / cfs_period_us, or "
+        "cpu.max); null: none",
+    ),
+    (
+        "reference_error",
+        pa.string(),
+        "why the reference columns are null: it failed, or was turned off "
+        "(IMGBENCH_MACHINE_REFERENCE=off); null when measured, and in rows older than it",
+    ),
     # case
     ("stage", pa.string(), "read | augment | format | loader | native | profile | ..."),
     ("case_id", pa.string(), "stable id of the case across runs (stage/library/variant/params)"),
     ("test_id", pa.string(), "pytest node id"),
+    (
+        "comparison_key",
+        pa.string(),
+        "16 hex digits over stage, case_id, library_version and dataset_fingerprint: two rows with "
+        "the same key did the same work with the same library on the same data, whatever the "
+        "machine (imgbench compare pairs machines by it)",
+    ),
     ("library", pa.string(), "library measured, e.g. pillow, opencv"),
     ("library_version", pa.string(), "installed version, verified in the process that measured"),
     ("variant", pa.string(), "how the library is called, e.g. imdecode-rgb"),
@@ -373,6 +419,28 @@ HIGHER_IS_BETTER = {
     "peak_rss_bytes": False,
     "instructions_per_image": False,
 }
+
+
+# what makes two rows the same measurement on any machine (the comparison_key column)
+KEY_COLUMNS = ("stage", "case_id", "library_version", "dataset_fingerprint")
+
+
+def comparison_key(row: Mapping[str, Any]) -> str:
+    """The row's ``comparison_key``: a hash of its ``KEY_COLUMNS`` (null ones as null)."""
+    values = [_key_part(row.get(name)) for name in KEY_COLUMNS]
+    return hashlib.sha256(json.dumps(values).encode()).hexdigest()[:16]
+
+
+def _key_part(value: Any) -> str | None:
+    """A key column's value as text; null (None, NaN, pandas' NA) as None."""
+    if value is None or isinstance(value, str):
+        return value
+    try:
+        if value != value:  # NaN
+            return None
+    except TypeError:  # pandas.NA has no truth value
+        return None
+    return str(value)
 
 
 def empty_row() -> dict[str, object]:

@@ -1,0 +1,316 @@
+"""The machine reference: how fast this machine runs one fixed workload, recorded in every row.
+
+Two machines of the same kind decoded the same images at 1.0x and 0.57x of each other, and a
+results folder holding both could not say which differences were the machine's. So each run
+times a fixed workload once (the bundled JPEGs of ``reference_images/``: Pillow's decode, then a
+fixed crop, resize to 224, flip and normalisation in NumPy and OpenCV) and its rows carry two
+figures: one process on one thread (``reference_1_images_per_s``) and one single-threaded
+process per usable CPU at once (``reference_all_images_per_s``, summed). Two points, because a
+CPU quota or a smaller machine moves all-core throughput differently from one-thread speed;
+``imgbench compare`` reads a configuration's parallelism between them (docs/regression.md).
+
+``imgbench run`` measures it once before its sessions and hands it to them in
+``$IMGBENCH_MACHINE_REFERENCE`` (JSON); a session started directly (``pytest benches/``)
+measures it itself. ``off`` there turns it off. A failure never fails a run: the columns are
+null and ``reference_error`` says why.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import importlib
+import io
+import json
+import math
+import multiprocessing
+import os
+import queue
+import statistics
+import time
+import warnings
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from imgbench.errors import one_line
+from imgbench.measure.threads import thread_limits
+
+REFERENCE_ENV = "IMGBENCH_MACHINE_REFERENCE"
+OFF = "off"
+OFF_REASON = f"turned off (${REFERENCE_ENV}={OFF})"
+IMAGES = Path(__file__).with_name("reference_images")
+WORKLOAD = "decode+augment-v1"  # bump when the work per image changes (not the images: hashed)
+SIDE = 224  # the augmentation's output square
+CROP = 0.875  # the centre square's share of the shorter side
+MEAN, STD = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)
+SECONDS = 1.5  # timed window of each figure
+WARMUP_S = 0.2  # untimed decodes first (caches, lazy imports, page faults)
+REPEATS = 5  # the one-thread figure is the median of this many slices of the window
+JOIN_S = 30.0  # beyond the window, how long the parent waits for a process's figure
+
+
+@dataclass(frozen=True)
+class MachineReference:
+    """The reference's figures, or why there are none (``error``)."""
+
+    workload: str | None = None
+    one_images_per_s: float | None = None
+    all_images_per_s: float | None = None
+    cores: int | None = None  # single-threaded processes behind ``all_images_per_s``
+    cpu_quota: float | None = None  # the cgroup quota in CPUs while it ran; None: none
+    error: str | None = None
+
+    @property
+    def turned_off(self) -> bool:
+        return self.error == OFF_REASON
+
+    def columns(self) -> dict[str, Any]:
+        """The row's reference columns (results/schema.py)."""
+        return {
+            "reference_workload": self.workload,
+            "reference_1_images_per_s": self.one_images_per_s,
+            "reference_all_images_per_s": self.all_images_per_s,
+            "reference_cores": self.cores,
+            "reference_cpu_quota": self.cpu_quota,
+            "reference_error": self.error,
+        }
+
+    def to_env(self) -> str:
+        return json.dumps(asdict(self), sort_keys=True)
+
+    @classmethod
+    def from_env(cls, text: str) -> MachineReference:
+        """What ``to_env`` wrote; anything else is a reference with that as its error."""
+        if text.strip().lower() == OFF:
+            return cls(error=OFF_REASON)
+        try:
+            values = json.loads(text)
+            if not isinstance(values, dict):
+                raise TypeError("not a JSON object")
+            return cls(**values)
+        except (ValueError, TypeError) as exc:
+            return cls(error=f"${REFERENCE_ENV} unreadable: {one_line(exc)}")
+
+    def summary(self) -> str:
+        """One line for a run's output."""
+        if self.error is not None:
+            return f"machine reference: none ({self.error})"
+        quota = f", CPU quota {self.cpu_quota:g}" if self.cpu_quota is not None else ""
+        return (
+            f"machine reference ({self.workload}): {self.one_images_per_s:,.0f} images/s on one "
+            f"thread, {self.all_images_per_s:,.0f} in {self.cores} processes{quota}"
+        )
+
+
+def image_files() -> list[Path]:
+    return sorted(IMAGES.glob("*.jpg"))
+
+
+def workload_version() -> str:
+    """``decode+augment-v1:<12 hex>``: the work and the bytes it decodes; two runs compare
+    references of the same version only."""
+    digest = hashlib.sha256()
+    for path in image_files():
+        digest.update(path.name.encode() + b"\0" + path.read_bytes())
+    return f"{WORKLOAD}:{digest.hexdigest()[:12]}"
+
+
+def usable_cpus() -> int:
+    """CPUs this process may run on (its affinity mask), at most a cgroup quota rounded up."""
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    quota = cpu_quota()
+    cpus = cpus or 1
+    return max(1, min(cpus, math.ceil(quota))) if quota is not None else cpus
+
+
+def cpu_quota() -> float | None:
+    """This process's cgroup CPU quota in CPUs (v2 ``cpu.max``, v1 ``cpu.cfs_quota_us`` over
+    ``cpu.cfs_period_us``), or None where there is none or it cannot be read."""
+    with contextlib.suppress(OSError, ValueError):
+        for line in Path("/proc/self/cgroup").read_text().splitlines():
+            _, controllers, path = line.split(":", 2)
+            names = controllers.split(",")
+            if controllers == "":  # v2: one unified hierarchy
+                found = _v2_quota(Path("/sys/fs/cgroup"), path)
+            elif "cpu" in names:
+                found = _v1_quota(path)
+            else:
+                continue
+            if found is not None:
+                return found
+    return None
+
+
+def _v2_quota(root: Path, path: str) -> float | None:
+    for folder in (root / path.lstrip("/"), root):
+        with contextlib.suppress(OSError, ValueError):
+            quota, period = (folder / "cpu.max").read_text().split()
+            return None if quota == "max" else int(quota) / int(period)
+    return None
+
+
+V1_MOUNTS = (Path("/sys/fs/cgroup/cpu"), Path("/sys/fs/cgroup/cpu,cpuacct"))
+
+
+def _v1_quota(path: str, mounts: tuple[Path, ...] = V1_MOUNTS) -> float | None:
+    for mount in mounts:
+        for folder in (mount / path.lstrip("/"), mount):
+            with contextlib.suppress(OSError, ValueError):
+                quota = int((folder / "cpu.cfs_quota_us").read_text())
+                period = int((folder / "cpu.cfs_period_us").read_text())
+                return None if quota <= 0 else quota / period
+    return None
+
+
+def _images() -> list[bytes]:
+    found = [path.read_bytes() for path in image_files()]
+    if not found:
+        raise FileNotFoundError(f"no reference images in {IMAGES}")
+    return found
+
+
+def process_one(data: bytes) -> Any:
+    """The work per image, pinned: Pillow decode, centre crop, resize to 224, flip, normalise."""
+    import cv2
+    import numpy as np
+    from PIL import Image
+
+    with Image.open(io.BytesIO(data)) as image:
+        pixels = np.asarray(image.convert("RGB"))
+    height, width = pixels.shape[:2]
+    side = int(min(height, width) * CROP)
+    top, left = (height - side) // 2, (width - side) // 2
+    crop = pixels[top : top + side, left : left + side]
+    resized = cv2.resize(crop, (SIDE, SIDE), interpolation=cv2.INTER_LINEAR)
+    flipped = resized[:, ::-1]
+    mean = np.asarray(MEAN, np.float32) * 255
+    scale = 1 / (np.asarray(STD, np.float32) * 255)
+    return (flipped.astype(np.float32) - mean) * scale
+
+
+@contextlib.contextmanager
+def _one_thread() -> Iterator[None]:
+    importlib.import_module("cv2")  # imported first, so that thread_limits pins its pool too
+    with thread_limits(1):
+        yield
+
+
+def _run_for(images: list[bytes], seconds: float, start: int = 0) -> tuple[int, float]:
+    """Images processed in about ``seconds`` (whole images), and the seconds they took."""
+    clock = time.perf_counter
+    begin = clock()
+    done = 0
+    while True:
+        process_one(images[(start + done) % len(images)])
+        done += 1
+        elapsed = clock() - begin
+        if elapsed >= seconds:
+            return done, elapsed
+
+
+def one_thread_rate(images: list[bytes], seconds: float = SECONDS) -> float:
+    """Images/s on one thread: the median of ``REPEATS`` slices of ``seconds``, after a warm-up."""
+    with _one_thread():
+        _run_for(images, min(WARMUP_S, seconds))
+        rates: list[float] = []
+        for _ in range(REPEATS):
+            done, elapsed = _run_for(images, seconds / REPEATS, start=len(rates))
+            rates.append(done / elapsed)
+    return statistics.median(rates)
+
+
+def _child(
+    images: list[bytes], seconds: float, barrier: Any, results: Any, index: int
+) -> None:  # pragma: no cover - runs in a forked process
+    try:
+        with _one_thread():
+            _run_for(images, min(WARMUP_S, seconds), start=index)
+            barrier.wait(timeout=JOIN_S)  # the timed windows start together
+            done, elapsed = _run_for(images, seconds, start=index)
+        results.put(("ok", done / elapsed))
+    except BaseException as exc:  # the parent says why, once
+        results.put(("error", one_line(exc)))
+
+
+def all_cores_rate(images: list[bytes], processes: int, seconds: float = SECONDS) -> float:
+    """Summed images/s of ``processes`` single-threaded forks running the workload at once.
+    Every process started is joined, or terminated, before this returns or raises."""
+    context = multiprocessing.get_context("fork")
+    barrier = context.Barrier(processes)
+    results = context.Queue()
+    children = [
+        context.Process(target=_child, args=(images, seconds, barrier, results, i), daemon=True)
+        for i in range(processes)
+    ]
+    try:
+        for child in children:
+            child.start()
+        rates = []
+        deadline = time.monotonic() + seconds + JOIN_S
+        for _ in children:
+            try:
+                status, value = results.get(timeout=max(0.1, deadline - time.monotonic()))
+            except queue.Empty:
+                raise TimeoutError(f"a reference process gave no figure in {JOIN_S:g} s") from None
+            if status != "ok":
+                raise RuntimeError(f"a reference process failed: {value}")
+            rates.append(float(value))
+        return sum(rates)
+    finally:
+        for child in children:
+            if child.pid is not None:
+                child.join(timeout=5)
+                if child.is_alive():
+                    child.terminate()
+                    child.join()
+        results.close()
+        results.join_thread()
+
+
+def measure_reference(seconds: float = SECONDS, processes: int | None = None) -> MachineReference:
+    """Both figures now (about ``2 * seconds`` plus warm-ups); raises on any failure."""
+    images = _images()
+    cores = processes or usable_cpus()
+    one = one_thread_rate(images, seconds)
+    every = all_cores_rate(images, cores, seconds)
+    return MachineReference(
+        workload=workload_version(),
+        one_images_per_s=one,
+        all_images_per_s=every,
+        cores=cores,
+        cpu_quota=cpu_quota(),
+    )
+
+
+def safe_reference(seconds: float = SECONDS) -> MachineReference:
+    """``measure_reference``, whose failure is a reference that says why (never an exception)."""
+    try:
+        return measure_reference(seconds)
+    except Exception as exc:
+        return MachineReference(error=f"not measured: {one_line(exc)}")
+
+
+def reference_from_env(measure: bool = True) -> MachineReference | None:
+    """The run's reference from ``$IMGBENCH_MACHINE_REFERENCE``; without it, measured now when
+    ``measure`` (a session started directly), else None."""
+    text = os.environ.get(REFERENCE_ENV)
+    if text is not None and text.strip():
+        return MachineReference.from_env(text)
+    return safe_reference() if measure else None
+
+
+def session_reference(measure: str) -> MachineReference:
+    """The reference a session's rows carry: `imgbench run`'s (its variable), else measured here
+    before any case (a session started directly), a failure said once as a warning; a session
+    counting instructions (``measure`` not ``wall``) times none."""
+    found = reference_from_env(measure=False)
+    if found is not None:
+        return found
+    if measure != "wall":
+        return MachineReference(error="not measured: an instruction-count session")
+    found = safe_reference()
+    if found.error is not None:
+        warnings.warn(found.summary(), stacklevel=2)
+    return found
