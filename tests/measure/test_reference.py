@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import fnmatch
 import multiprocessing
+import os
 import re
 import tomllib
 from pathlib import Path
@@ -100,7 +101,7 @@ def test_a_failing_process_fails_the_figure_and_is_joined(monkeypatch) -> None:
     assert failed.columns()["reference_1_images_per_s"] is None
 
 
-def test_the_environment_carries_it_from_the_runner(monkeypatch) -> None:
+def test_the_environment_carries_it_from_the_runner() -> None:
     assert MachineReference.from_env(MEASURED.to_env()) == MEASURED
     assert MachineReference.from_env("off").error == OFF_REASON
     assert "unreadable" in (MachineReference.from_env("[1, 2]").error or "")
@@ -223,3 +224,30 @@ def test_a_session_started_by_imgbench_run_writes_its_figures(
     assert frame["reference_error"].isna().all()
     keys = [comparison_key(row) for row in frame.reset_index().to_dict("records")]
     assert list(frame["comparison_key"]) == keys
+
+
+def test_imgbench_run_measures_it_once_and_hands_it_on(monkeypatch, capsys) -> None:  # type: ignore[no-untyped-def]
+    """The runner's step before its sessions: measured, said in one line, put in the variable
+    its sessions and the final read; a value already there is kept; a failure is said once."""
+    from imgbench import cli
+
+    calls: list[int] = []
+
+    def measured() -> MachineReference:
+        calls.append(1)
+        return MEASURED
+
+    monkeypatch.delenv(REFERENCE_ENV, raising=False)
+    monkeypatch.setattr(reference, "safe_reference", measured)
+    cli._machine_reference("wall")
+    assert MachineReference.from_env(os.environ[REFERENCE_ENV]) == MEASURED and calls == [1]
+    assert "100 images/s on one thread, 190 in 2 processes" in capsys.readouterr().out
+    cli._machine_reference("wall")  # the variable is there: kept
+    assert calls == [1]
+    monkeypatch.delenv(REFERENCE_ENV)
+    cli._machine_reference("instructions")  # counting instructions: no reference
+    assert REFERENCE_ENV not in os.environ and calls == [1]
+    monkeypatch.setattr(reference, "safe_reference", lambda: MachineReference(error="no fork"))
+    cli._machine_reference("wall")
+    assert "machine reference: none (no fork); the run goes on" in capsys.readouterr().err
+    assert MachineReference.from_env(os.environ[REFERENCE_ENV]).error == "no fork"
