@@ -55,8 +55,9 @@ def _finish(
     markdown: Path | None,
     json_path: Path | None,
     everything: bool,
+    machines: bool = False,
 ) -> None:
-    render_terminal(result, console, labels, everything=everything)
+    render_terminal(result, console, labels, everything=everything, show_machines=machines)
     write_reports(result, markdown, json_path, labels)
     raise typer.Exit(result.exit_code)
 
@@ -85,17 +86,34 @@ def compare_command(
     show_all: Annotated[
         bool, typer.Option("--all", help="show every metric of every case")
     ] = False,
+    machines: Annotated[
+        bool,
+        typer.Option(
+            "--machines",
+            help="show the machine ratio per configuration and how much of it the machine "
+            "reference explains, even when both sides ran at the same reference speed",
+        ),
+    ] = False,
+    case: Annotated[
+        str | None,
+        typer.Option(
+            help="the configuration the machine comparison sums up: a case id or glob "
+            "(default: the baseline's answer's pick)"
+        ),
+    ] = None,
 ) -> None:
-    """Compare two runs: exit 0 if nothing regressed, 1 if something did, 2 on unusable input."""
+    """Compare two runs: exit 0 if nothing regressed, 1 if something did, 2 on unusable input.
+    Runs from two machines (or one machine at two reference speeds) also get, per
+    configuration, the machines' ratio and the share the machine reference explains."""
     try:
         cfg = _config(config, threshold, alpha, correction, decide_on)
         base, cand = load_side(baseline, results), load_side(candidate, results)
         result = compare_frames(
-            base.frame, cand.frame, cfg, allow_cross_machine=allow_cross_machine
+            base.frame, cand.frame, cfg, allow_cross_machine=allow_cross_machine, case=case
         )
     except (ConfigError, SourceError, CompareInputError) as exc:
         raise fail(str(exc)) from None
-    _finish(result, (base.label, cand.label), markdown, json_path, show_all)
+    _finish(result, (base.label, cand.label), markdown, json_path, show_all, machines)
 
 
 def ci_command(

@@ -18,6 +18,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from imgbench.atomic import atomic_file
+from imgbench.compare.machines import NOISE, MachineComparison
 from imgbench.compare.stats import (
     IMPROVED,
     METHOD_TEST,
@@ -202,11 +203,85 @@ def headline(result: ComparisonResult) -> str:
     return line
 
 
+def _explained(value: float) -> str:
+    return "" if math.isnan(value) else f"{value:.0%}"
+
+
+def _predicted(value: float) -> str:
+    return "" if math.isnan(value) else f"{value:.3f}"
+
+
+MACHINE_HEADER = (
+    "case",
+    "parallel",
+    "baseline images/s",
+    "candidate images/s",
+    "machine ratio",
+    "reference predicts",
+    "reference explains",
+)
+
+
+def _machine_cells(row: Any, several: bool) -> tuple[str, ...]:
+    """A configuration's cells; its dataset named where the sides held several."""
+    return (
+        f"{row.case_id} @ {row.dataset}" if several else row.case_id,
+        str(row.parallel),
+        f"{row.baseline:,.0f}",
+        f"{row.candidate:,.0f}",
+        f"{row.ratio:.3f}",
+        _predicted(row.predicted),
+        _explained(row.explained),
+    )
+
+
+def machines_shown(result: ComparisonResult, asked: bool) -> MachineComparison | None:
+    """The machine comparison when its table is worth showing: asked for, or the sides ran on
+    other machines or at another reference speed."""
+    machines = result.machines
+    if machines is None or machines.rows.empty:
+        return None
+    return machines if asked or machines.shown else None
+
+
+def machine_line(result: ComparisonResult) -> str | None:
+    """One line where the table is not shown: both sides at the same reference speed."""
+    machines = result.machines
+    if machines is None or machines.baseline is None or machines.candidate is None:
+        return None
+    one = machines.candidate.one / machines.baseline.one
+    every = machines.candidate.every / machines.baseline.every
+    return (
+        f"machine reference: the same machine's speed on both sides (candidate / baseline: "
+        f"{one:.2f}x on 1 thread, {every:.2f}x on every core; within {NOISE:.0%}); --machines "
+        "shows the machine ratio per configuration"
+    )
+
+
+def _render_machines(machines: MachineComparison, console: Console) -> None:
+    console.print(
+        "machines: candidate / baseline per configuration, and how much of it the machine "
+        "reference explains (docs/regression.md)",
+        highlight=False,
+    )
+    table = Table(show_lines=False)
+    for name in MACHINE_HEADER:
+        table.add_column(name, justify="left" if name == "case" else "right", overflow="fold")
+    several = machines.rows["dataset"].nunique() > 1
+    for row in machines.rows.itertuples():
+        cells = _machine_cells(row, several)
+        table.add_row(escape(cells[0]), *cells[1:])
+    console.print(table)
+    for line in machines.summary():
+        console.print(escape(line), highlight=False)
+
+
 def render_terminal(
     result: ComparisonResult,
     console: Console,
     labels: tuple[str, str] = ("baseline", "candidate"),
     everything: bool = False,
+    show_machines: bool = False,
 ) -> None:
     console.print(escape(_side_line("baseline", result.baseline, labels[0])), highlight=False)
     console.print(escape(_side_line("candidate", result.candidate, labels[1])), highlight=False)
@@ -235,6 +310,11 @@ def render_terminal(
     if not geo.empty:
         parts = [f"{r.metric} {r.geomean_ratio:.3f}" for r in geo.itertuples()]
         console.print("geometric mean of ratios (candidate/baseline): " + ", ".join(parts))
+    machines = machines_shown(result, show_machines or everything)
+    if machines is not None:
+        _render_machines(machines, console)
+    elif (line := machine_line(result)) is not None:
+        console.print(f"[dim]{escape(line)}[/]", highlight=False)
     for note in _notes(result):
         console.print(f"[yellow]note:[/] {escape(note)}", highlight=False)
     colour = "red" if result.exit_code else "green"
@@ -256,6 +336,47 @@ def _md_table(rows: pd.DataFrame) -> list[str]:
             f"{_power(row)} | {icon} {verdict} |"
         )
     return lines
+
+
+def _md_machines(result: ComparisonResult) -> list[str]:
+    """The machine comparison's section, where the terminal would show its table."""
+    machines = machines_shown(result, asked=False)
+    if machines is None:
+        line = machine_line(result)
+        return ["", f"- {line}"] if line else []
+    lines = ["", "### Machines (candidate / baseline)", ""]
+    lines += [f"- {line}" for line in machines.summary()]
+    lines += ["", "| " + " | ".join(MACHINE_HEADER) + " |", "|---|" + "---:|" * 6]
+    several = machines.rows["dataset"].nunique() > 1
+    for row in machines.rows.itertuples():
+        cells = _machine_cells(row, several)
+        lines.append(f"| `{cells[0]}` | " + " | ".join(cells[1:]) + " |")
+    return lines
+
+
+def machines_json(machines: MachineComparison | None) -> dict[str, Any] | None:
+    """The machine comparison for the JSON report (null where no side had timed rows)."""
+    if machines is None:
+        return None
+    pick = machines.pick_row()
+
+    def reference(side: Any) -> dict[str, Any] | None:
+        return None if side is None else {k: _clean(v) for k, v in side.__dict__.items()}
+
+    return {
+        "shown": machines.shown,
+        "other_machines": machines.other_machines,
+        "references_differ": machines.references_differ,
+        "baseline_reference": reference(machines.baseline),
+        "candidate_reference": reference(machines.candidate),
+        "median_abs_error": machines.median_error(),
+        "pick": None
+        if pick is None
+        else {"from": machines.pick_from, **{k: _clean(v) for k, v in pick.items()}},
+        "not_comparable": machines.not_comparable,
+        "notes": machines.notes,
+        "rows": [{k: _clean(v) for k, v in r.items()} for r in machines.rows.to_dict("records")],
+    }
 
 
 def to_markdown(
@@ -281,6 +402,7 @@ def to_markdown(
         lines += ["", "### Geometric mean of ratios (candidate / baseline)", ""]
         lines += ["| metric | cases | geometric mean |", "|---|---:|---:|"]
         lines += [f"| {r.metric} | {r.cases} | {r.geomean_ratio:.3f} |" for r in geo.itertuples()]
+    lines += _md_machines(result)
     everything = _shown_rows(result, everything=True)
     lines += ["", "<details><summary>All cases and metrics</summary>", ""]
     lines += _md_table(everything)
@@ -324,6 +446,7 @@ def to_json(result: ComparisonResult, labels: tuple[str, str] = ("baseline", "ca
             {k: _clean(v) for k, v in r.items()} for r in result.geomean().to_dict("records")
         ],
         "rows": [{k: _clean(v) for k, v in r.items()} for r in result.rows.to_dict("records")],
+        "machines": machines_json(result.machines),
     }
 
 

@@ -32,6 +32,7 @@ import numpy as np
 import pandas as pd
 
 from imgbench.compare.config import RegressionConfig
+from imgbench.compare.machines import MachineComparison, compare_machines
 from imgbench.compare.power import run_level_power
 from imgbench.results.schema import HIGHER_IS_BETTER
 
@@ -86,6 +87,8 @@ class ComparisonResult:
     only_in_baseline: list[str] = field(default_factory=list)
     only_in_candidate: list[str] = field(default_factory=list)
     ignored: dict[str, str] = field(default_factory=dict)  # case_id -> reason
+    # the two sides' machines: per configuration, their ratio and the reference's prediction
+    machines: MachineComparison | None = None
 
     @property
     def regressed(self) -> pd.DataFrame:
@@ -397,6 +400,30 @@ def _pooling_warnings(
     ]
 
 
+def _version_warnings(
+    baseline: pd.DataFrame, candidate: pd.DataFrame, case_ids: list[str]
+) -> list[str]:
+    """Cases whose library version differs between the sides: still judged (a version bump is a
+    change a gate must see), and said, since the code measured is not the same library's."""
+
+    def versions(frame: pd.DataFrame) -> pd.Series:
+        ok = frame[(frame["status"] == "ok") & frame["case_id"].isin(case_ids)]
+        return ok.groupby("case_id")["library_version"].agg(
+            lambda v: ", ".join(sorted({str(x) for x in v.dropna()}))
+        )
+
+    base, cand = versions(baseline), versions(candidate)
+    differ = [c for c in base.index.intersection(cand.index) if base[c] != cand[c]]
+    if not differ:
+        return []
+    shown = "; ".join(f"{c} ({base[c] or '?'} vs {cand[c] or '?'})" for c in differ[:3])
+    more = f"; and {len(differ) - 3} more" if len(differ) > 3 else ""
+    return [
+        f"{len(differ)} case(s) ran another library version on each side: {shown}{more}; judged "
+        "here, left out of the machine comparison"
+    ]
+
+
 # -- judging ------------------------------------------------------------------------------
 
 
@@ -590,11 +617,13 @@ def compare_frames(
     config: RegressionConfig | None = None,
     *,
     allow_cross_machine: bool = False,
+    case: str | None = None,
 ) -> ComparisonResult:
     """Compare two sets of result rows (each: one run, or several runs of the same code merged).
 
     Raises CompareInputError when the sides cannot be compared: no common ok cases, different
-    dataset fingerprints, or different machines without ``allow_cross_machine``.
+    dataset fingerprints, or different machines without ``allow_cross_machine``. ``case`` names
+    the configuration the machine comparison sums up (default: the baseline's answer's pick).
     """
     config = config or RegressionConfig()
     base_info, cand_info = describe_side(baseline), describe_side(candidate)
@@ -609,6 +638,7 @@ def compare_frames(
     ignored = {c: r for c in common if (r := config.ignored(c, base[c].stage)) is not None}
     compared = [c for c in common if c not in ignored]
     warnings += _pooling_warnings(baseline, candidate, compared)
+    warnings += _version_warnings(baseline, candidate, compared)
     rows = compare_cases(base, cand, compared, config)
     if any(rows["method"] == METHOD_THRESHOLD) if len(rows) else False:
         names = sorted(set(rows.loc[rows["method"] == METHOD_THRESHOLD, "metric"]))
@@ -641,4 +671,5 @@ def compare_frames(
         only_in_baseline=sorted(set(base) - set(cand)),
         only_in_candidate=sorted(set(cand) - set(base)),
         ignored=ignored,
+        machines=compare_machines(baseline, candidate, case),
     )
