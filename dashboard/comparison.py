@@ -86,6 +86,29 @@ def cached_compare(
     return compare(_baseline, _candidate, _config, allow_cross_machine)
 
 
+# the machine comparison's columns (imgbench.compare.machines), as the page's table names them
+MACHINE_COLUMNS = {
+    "case_id": "case_id",
+    "parallel": "parallel",
+    "baseline": "baseline images/s",
+    "candidate": "candidate images/s",
+    "ratio": "machine ratio",
+    "predicted": "reference predicts",
+    "explained": "reference explains",
+}
+
+
+def machine_rows(result: ComparisonResult) -> pd.DataFrame:
+    """Per configuration: both rates, the machines' ratio, the reference's prediction of it and
+    the share it explains, the least explained first; empty where the runs carry no reference."""
+    machines = result.machines
+    if machines is None or machines.baseline is None or machines.candidate is None:
+        return pd.DataFrame(columns=list(MACHINE_COLUMNS.values()))
+    rows = machines.rows.assign(_off=(machines.rows["explained"] - 1).abs())
+    rows = rows.sort_values(["_off", "case_id"], ascending=[False, True])
+    return rows[list(MACHINE_COLUMNS)].rename(columns=MACHINE_COLUMNS).reset_index(drop=True)
+
+
 def metric_rows(result: ComparisonResult, metric: str) -> pd.DataFrame:
     """The result's rows of one metric, regressions first, in the table's columns."""
     rows = result.rows[result.rows["metric"] == metric]

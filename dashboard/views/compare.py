@@ -16,6 +16,7 @@ from dashboard.comparison import (
     Settings,
     cached_compare,
     cli_command,
+    machine_rows,
     metric_rows,
     page_config,
 )
@@ -151,6 +152,41 @@ def show_result(result: ComparisonResult, metric: str) -> None:
                 st.write(cases)
 
 
+def show_machines(result: ComparisonResult) -> None:
+    """The runs' machines: per configuration, their ratio and how much of it the machine
+    reference explains (`imgbench compare --machines`); nothing where a run carries none."""
+    table = machine_rows(result)
+    if table.empty or result.machines is None:
+        return
+    st.subheader("Machines: candidate / baseline")
+    st.caption(
+        "Each run timed a fixed decode-and-augment workload on one thread and on every core "
+        "(its machine reference). A configuration's predicted ratio reads both references at "
+        "its parallelism; explained = predicted / measured (docs/regression.md)."
+    )
+    for line in result.machines.summary():
+        st.caption(line)
+    if not result.machines.shown:
+        st.caption(
+            "Both runs ran at the same reference speed (within 10%): the differences below are "
+            "not the machine's."
+        )
+    st.dataframe(
+        table.style.format(
+            {
+                "baseline images/s": "{:,.0f}",
+                "candidate images/s": "{:,.0f}",
+                "machine ratio": "{:.3f}",
+                "reference predicts": "{:.3f}",
+                "reference explains": "{:.0%}",
+            },
+            na_rep="",
+        ),
+        hide_index=True,
+        key="compare_machines",
+    )
+
+
 def render(view: View) -> None:
     st.title("Compare")
     rows = view.without("run")
@@ -231,6 +267,7 @@ def render(view: View) -> None:
         st.error(f"imgbench compare refuses to compare these runs: {outcome.reason}.")
         return
     show_result(outcome, metric)
+    show_machines(outcome)
 
 
 render(current_view())

@@ -181,3 +181,46 @@ def test_one_run_says_a_second_is_needed(open_app: OpenApp, tmp_path: Path) -> N
     at = open_app(tmp_path, "compare")
     assert "needs two runs" in texts(at, "info")
     assert not at.metric
+
+
+def test_runs_with_references_show_the_machine_ratio_and_what_it_explains(
+    open_app: OpenApp, tmp_path: Path
+) -> None:
+    """Machine B (a quota of one core, say) is 50/190 of machine A at two workers and half of it
+    on one thread, as the references predict, but for one loader 25% faster than predicted: the
+    page's machine table lists it first, at 80% explained, and sums up as the command does."""
+    from datetime import UTC, datetime
+
+    from tests.compare.test_machines import MACHINE_A, MACHINE_B, first_case, machine_rows
+
+    a = machine_rows(MACHINE_A, run_id="20261120T120000Z-quick-aaaaaa")
+    off = first_case(a, "loader", workers=2)
+    b = machine_rows(
+        MACHINE_B,
+        run_id="20261121T120000Z-quick-bbbbbb",
+        scale=True,
+        off={off: 1.25},
+        created=datetime(2026, 11, 21, 12, 0, tzinfo=UTC),
+    )
+    for rows in (a, b):
+        write_rows(rows, tmp_path / f"{rows[0]['run_id']}.parquet")
+    at = open_app(tmp_path, "compare")
+    assert "Machines: candidate / baseline" in texts(at, "subheader")
+    table = at.dataframe[1].value
+    assert list(table.columns) == [
+        "case_id",
+        "parallel",
+        "baseline images/s",
+        "candidate images/s",
+        "machine ratio",
+        "reference predicts",
+        "reference explains",
+    ]
+    first = table.iloc[0]
+    assert first["case_id"] == off and first["parallel"] == 2
+    assert first["reference predicts"] == pytest.approx(50 / 190)
+    assert first["reference explains"] == pytest.approx(0.8)
+    assert list(table["reference explains"].iloc[1:]) == pytest.approx([1.0] * (len(table) - 1))
+    captions = texts(at, "caption")
+    assert "the reference explains the machine ratio within 0.0%" in captions
+    assert "the answer's pick (" in captions and "it explains" in captions
