@@ -101,6 +101,25 @@ def test_a_failing_process_fails_the_figure_and_is_joined(monkeypatch) -> None:
     assert failed.columns()["reference_1_images_per_s"] is None
 
 
+def test_one_failing_process_does_not_leave_the_others_waiting(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """The second fork fails in its warm-up while the first waits for it at the start line:
+    the first is released at once, not after its 30 s timeout."""
+    import time
+
+    real = reference._run_for
+
+    def second_fails(images: list[bytes], seconds: float, start: int = 0) -> tuple[int, float]:
+        if start == 1:
+            raise OSError("out of memory")
+        return real(images, seconds, start)
+
+    monkeypatch.setattr(reference, "_run_for", second_fails)
+    began = time.monotonic()
+    with pytest.raises(RuntimeError, match="out of memory"):
+        all_cores_rate([path.read_bytes() for path in reference.image_files()], 2, TINY)
+    assert time.monotonic() - began < 3 and multiprocessing.active_children() == []
+
+
 def test_the_environment_carries_it_from_the_runner() -> None:
     assert MachineReference.from_env(MEASURED.to_env()) == MEASURED
     assert MachineReference.from_env("off").error == OFF_REASON

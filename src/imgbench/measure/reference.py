@@ -259,6 +259,7 @@ def all_cores_rate(images: list[bytes], processes: int, seconds: float = SECONDS
             rates.append(float(value))
         return sum(rates)
     finally:
+        barrier.abort()  # a process still waiting for the others (one failed) stops waiting
         for child in children:
             if child.pid is not None:
                 child.join(timeout=5)
