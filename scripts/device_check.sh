@@ -7,6 +7,7 @@
 #   OUT=/some/folder scripts/device_check.sh        # PYTHON=python3.12 to pick the interpreter
 #   GPU_FEEDS="uint8-prefetcher nvjpeg-gpu-augment" # only these feeds (default: the profile's)
 #   PARTS=scaling OUT=/some/folder scripts/device_check.sh  # part 4 alone: the 4 -> 8, 16 core check
+#   PARTS=ranks OUT=/some/folder scripts/device_check.sh    # part 5 alone: 2, 4, 8 ranks, ceilings
 set -u -o pipefail
 OUT="${OUT:-$PWD/build/device-out}"
 mkdir -p "$OUT"
@@ -159,6 +160,23 @@ if [[ " $PARTS " == *" scaling "* ]]; then
     "$PY" lab/scaling_check.py "$OUT/scaling-$fit" "$OUT/scaling-$n" --fit-cores "$fit" \
       --cores "$n" --all | tee -a "$OUT/scaling.txt" || true
   done
+fi
+
+# 5. (its own call: PARTS=ranks) training ranks sharing the cores and the in-RAM ceilings
+# (docs/loaders.md): the quick profile's DataLoader at one worker per core, R = 2, 4, 8 ranks at
+# cores / R and at cores workers each, the two ceilings; then the answer's lines about them
+if [[ " $PARTS " == *" ranks "* ]]; then
+  {
+    printf '[tool.imgbench.profiles.ranks-check]\nbase = "quick"\n'
+    printf '[tool.imgbench.profiles.ranks-check.loader]\nworker_sweep = [%s]\n' "$(nproc)"
+    printf 'ranks = [%s]\nceiling_pipelines = ["ram-bytes", "ram-decoded"]\n' "${RANKS:-2, 4, 8}"
+  } >"$OUT/ranks-profile.toml"
+  left=$((BUDGET_S - SECONDS))
+  IMGBENCH_PYPROJECT="$OUT/ranks-profile.toml" timeout "$left" "${IMGBENCH[@]}" run \
+    --profile ranks-check --no-envs -k "torch-dataloader and not gpu" --name ranks-check \
+    --results "$OUT/ranks"
+  echo "ranks run exit: $?"
+  "${IMGBENCH[@]}" report --markdown --results "$OUT/ranks" | tee "$OUT/ranks.txt" || true
 fi
 
 # 3. the summary

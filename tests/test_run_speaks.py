@@ -19,7 +19,7 @@ from typer.testing import CliRunner
 from imgbench.cli import app
 from imgbench.profiles import get_profile
 from imgbench.progress import PROGRESS_ENV, read_progress
-from imgbench.run_answer import more_line, run_answer_lines
+from imgbench.run_answer import MAX_LINES, more_line, run_answer_lines
 from imgbench.run_plan import make_plan
 from imgbench.session_output import PROGRESS_ENV as PLUGIN_PROGRESS_ENV
 from imgbench.sessions import plan_sessions
@@ -189,7 +189,7 @@ def test_the_answer_lines_are_the_report_s_markdown(quick_session: SessionRun) -
     sections = [s for s in "\n".join(lines).split("\n\n") if s.strip()]
     for section in sections:
         shown = section.splitlines()
-        assert len(shown) <= 10
+        assert len(shown) <= MAX_LINES
         assert shown[0].startswith("### ")
         # the same lines, in the same order, as the report's section of that answer
         start = report_lines.index(shown[0])

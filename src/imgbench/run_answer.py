@@ -9,7 +9,7 @@ from pathlib import Path
 from imgbench.report.cli import select_runs
 from imgbench.results.store import load_results
 
-MAX_LINES = 10  # per answer
+MAX_LINES = 12  # per answer: its heading, headline, figures and every evidence line
 
 
 def command_name() -> str:

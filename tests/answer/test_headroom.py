@@ -27,7 +27,7 @@ def _variant_of(row: dict[str, Any], suffix: str, factor: float, **params: Any) 
     return slow_down([new], new["case_id"], 1 / factor)[0]
 
 
-def _rows_with_headroom() -> tuple[list[dict[str, Any]], dict[str, Any]]:
+def rows_with_headroom() -> tuple[list[dict[str, Any]], dict[str, Any]]:
     rows = run_rows(BASE)
     loaders = real_loaders(frame_of(rows))
     best_id = loaders.loc[loaders["images_per_s_median"].idxmax(), "case_id"]
@@ -42,7 +42,7 @@ def _rows_with_headroom() -> tuple[list[dict[str, Any]], dict[str, Any]]:
 
 
 def test_ceilings_and_ranks_are_never_the_pick() -> None:
-    rows, best = _rows_with_headroom()
+    rows, best = rows_with_headroom()
     (answer,) = answers(frame_of(rows))
     assert answer.best is not None and answer.best.case_id == best["case_id"]
     assert all("ram" not in m.case_id and "ranks" not in m.case_id for m in answer.candidates)
@@ -52,7 +52,7 @@ def test_ceilings_and_ranks_are_never_the_pick() -> None:
 
 
 def test_the_pick_is_half_and_a_quarter_of_the_ceilings() -> None:
-    rows, _ = _rows_with_headroom()
+    rows, _ = rows_with_headroom()
     (answer,) = answers(frame_of(rows))
     text = answer.headroom or ""
     assert text.startswith("the pick runs at 50% (")
@@ -61,7 +61,7 @@ def test_the_pick_is_half_and_a_quarter_of_the_ceilings() -> None:
 
 
 def test_the_ceiling_of_each_kind_is_its_fastest_row() -> None:
-    rows, best = _rows_with_headroom()
+    rows, best = rows_with_headroom()
     slower = _variant_of(best, "+bytes-in-ram-0", 1.1, preload="bytes", workers=0)
     frame = frame_of([*rows, slower])
     found = ceilings(frame[frame["stage"] == "loader"])
@@ -70,7 +70,7 @@ def test_the_ceiling_of_each_kind_is_its_fastest_row() -> None:
 
 
 def test_ranks_advice_divides_the_cores() -> None:
-    rows, _ = _rows_with_headroom()
+    rows, _ = rows_with_headroom()
     (answer,) = answers(frame_of(rows))
     text = answer.ranks_advice or ""
     assert text.startswith("2 training ranks sharing the 2 cores")
@@ -78,7 +78,7 @@ def test_ranks_advice_divides_the_cores() -> None:
 
 
 def test_ranks_that_tie_get_the_fewer_workers() -> None:
-    rows, best = _rows_with_headroom()
+    rows, best = rows_with_headroom()
     rows = [r for r in rows if "ranks" not in r["case_id"]]
     rows += [
         _variant_of(best, "+2-ranks-1", 1.0, ranks=2, workers=1),

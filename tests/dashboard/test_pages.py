@@ -272,3 +272,16 @@ def test_log_scale_bars_have_a_start(shown_app, standard_results: Path) -> None:
                     assert "x2" in bar["encoding"], (page, x)
                     checked += 1
     assert checked  # the fixture has log-scale bars (formats, augment pipelines)
+
+
+def test_overview_states_the_distance_to_the_in_ram_ceilings(open_app, tmp_path: Path) -> None:
+    """The pick's distance to the in-RAM ceilings and the workers per training rank are on the
+    first screen, beside the answer (tests/answer/test_headroom.py: 2x and 4x the pick)."""
+    from imgbench.results.store import write_rows
+    from tests.answer.test_headroom import rows_with_headroom
+
+    rows, _ = rows_with_headroom()
+    write_rows(rows, tmp_path / "run.parquet")
+    page = texts(open_app(tmp_path), "markdown")
+    assert "Nothing left to read" in page and "the pick runs at 50% (" in page
+    assert "Training ranks" in page and "give each rank 1 worker (the fastest)" in page

@@ -1,10 +1,11 @@
 """Two things beside the pick that its figure alone does not say, read from loader rows only.
 
 - **The in-RAM ceilings** (``preload`` in a row's parameters, ``imgbench.loaders.in_ram``): the
-  same recipe through the DataLoader with the pool's encoded bytes in RAM (nothing left to
-  read) and with its decoded pixels in RAM (nothing left to read or decode). The pick's
-  distance to each is its images/s over the ceiling's, with the 95% interval of the ratio: how
-  much reading and decoding still cost, and what a preload could buy at best.
+  default recipe through the DataLoader and the thread pool with the pool's encoded bytes in RAM
+  (nothing left to read) and with its decoded pixels in RAM (nothing left to read or decode);
+  each kind's ceiling is its fastest row. The pick's distance to each is its images/s over the
+  ceiling's, with the 95% interval of the ratio: how much reading and decoding still cost, and
+  what a preload could buy at best.
 - **Training ranks** (``ranks`` in the parameters, ``imgbench.loaders.ranks``): R loaders at once
   sharing the cores, one per GPU rank. The advice divides the cores among the ranks: the per-rank
   worker count whose total images/s is highest, where the counts differ beyond the noise; the
@@ -39,6 +40,7 @@ class Ceiling:
     case_id: str
     run_id: str
     recipe: str  # its decoder and augmentation, as the row's parameters name them
+    loader: str  # the row's system (or library)
 
     def cite(self) -> str:
         return f"{self.case_id} in run {self.run_id}"
@@ -81,6 +83,7 @@ def ceilings(loaders: pd.DataFrame) -> list[Ceiling]:
             str(row["case_id"]),
             str(row["run_id"]),
             f"{params.get('decoder', '?')} + {params.get('pipeline', '?')}",
+            str(row.get("system") or row.get("library") or "?"),
         )
         if kind not in found or ceiling.interval.value > found[kind].interval.value:
             found[str(kind)] = ceiling
@@ -105,7 +108,7 @@ def distance_text(pick: Interval | None, found: list[Ceiling]) -> str | None:
         parts.append(
             f"{100 * share.factor:.0f}% ({100 * share.low:.0f}-{100 * share.high:.0f}%) of "
             f"{KINDS[ceiling.kind]}: {ceiling.interval.value:,.0f} images/s through the "
-            f"DataLoader at {ceiling.workers} workers"
+            f"{ceiling.loader} at {ceiling.workers} workers"
         )
         recipes.append(ceiling.recipe)
     if not parts:

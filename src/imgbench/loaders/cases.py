@@ -63,7 +63,8 @@ if TYPE_CHECKING:
     from imgbench.loaders.pipeline import S3FormatSource
     from imgbench.objectstore.session import S3Access
 
-DEFAULT_PIPELINE = pipeline_config("default")
+DEFAULT_NAME = "default"
+DEFAULT_PIPELINE = pipeline_config(DEFAULT_NAME)
 # the decoder supply's cases (imgbench.loaders.supply imports this module: named, not imported)
 SUPPLY_CASES = "imgbench.loaders.supply:supply_cases"
 OUTPUT_SIDE = 224  # the augment stage's train recipe ends in 3 x 224 x 224
@@ -101,6 +102,13 @@ def loader_cases(profile: Profile) -> list[Case]:
     ]
     cases += [c for spec in reference for c in _knob_cases(spec.library, plan)]
     cases += [c for spec in reference for c in ceiling_and_rank_cases(spec.library, plan)]
+    cores = os.cpu_count() or 2
+    cases += [  # the ceilings through the thread sweeps that run the default pipeline too
+        loader_case(s.library, cores, plan=plan, config=pipeline_config(name))
+        for s in specs
+        if s.sweep == "threads" and DEFAULT_NAME in s.pipelines
+        for name in plan.ceiling_pipelines
+    ]
     cases += [c for spec in reference for c in task_cases(spec.library, plan)]
     if plan.supply_decoders:  # every full-size JPEG decoder inside the loader
         supply: Callable[..., list[Case]] = load_attr(SUPPLY_CASES)
