@@ -8,15 +8,18 @@ import shutil
 from pathlib import Path
 
 import pandas as pd
+import pytest
 from typer.testing import CliRunner
 
 from imgbench.answer.intervals import Interval
 from imgbench.answer.measured import Measured
 from imgbench.answer.rows import Configuration
 from imgbench.cli import app
+from imgbench.final import run as final_run
 from imgbench.final.plan import FinalPlan
 from imgbench.final.run import PREFIX
 from imgbench.final.select import best_of_each_system, choose, leaner_plausible_ties, system_of
+from imgbench.measure.reference import MachineReference
 from imgbench.profiles import get_profile
 from tests.shared_runs import SessionRun
 
@@ -66,7 +69,17 @@ def test_choose_takes_the_pick_the_best_of_each_system_and_both_common_defaults(
     assert any("pillow-simd" in line for line in other.left_out)
 
 
-def test_imgbench_final_writes_interleaved_rows(quick_session: SessionRun, tmp_path: Path) -> None:
+def test_imgbench_final_writes_interleaved_rows(
+    quick_session: SessionRun, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the machine reference timed before each block (stood in for: the test times nothing)
+    timed = iter([300.0, 500.0, 400.0, 350.0])
+    monkeypatch.setattr(final_run, "turned_off", lambda: False)
+    monkeypatch.setattr(
+        final_run,
+        "safe_reference",
+        lambda seconds: MachineReference("w", (one := next(timed)), 2 * one, 2),
+    )
     results = tmp_path / "results"
     shutil.copytree(quick_session.results, results)
     rows = _loader_rows(quick_session)
@@ -94,6 +107,9 @@ def test_imgbench_final_writes_interleaved_rows(quick_session: SessionRun, tmp_p
     assert final["run_name"].eq(f"{run_id}-final").all()
     ok = final[final["status"] == "ok"]
     assert len(ok) >= 3, final[["case_id", "status", "reason"]]
+    # the rows carry the blocks' reference, the median of each figure (2 blocks: 300 and 500)
+    assert plan.blocks == 2 and final["reference_1_images_per_s"].eq(400.0).all()
+    assert final["reference_all_images_per_s"].eq(800.0).all()
     matrix_ids = set(rows["case_id"])
     orders: list[list[str]] = []
     for _, row in ok.iterrows():

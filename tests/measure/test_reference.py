@@ -270,3 +270,17 @@ def test_imgbench_run_measures_it_once_and_hands_it_on(monkeypatch, capsys) -> N
     cli._machine_reference("wall")
     assert "machine reference: none (no fork); the run goes on" in capsys.readouterr().err
     assert MachineReference.from_env(os.environ[REFERENCE_ENV]).error == "no fork"
+
+
+def test_the_median_of_several_timings_leaves_failures_out() -> None:
+    from imgbench.measure.reference import median_reference
+
+    found = [
+        MachineReference("w", 300.0, 600.0, 2),
+        MachineReference(error="not measured: boom"),
+        MachineReference("w", 500.0, 900.0, 2),
+        MachineReference("w", 400.0, 700.0, 2),
+    ]
+    merged = median_reference(found)
+    assert merged is not None and (merged.one_images_per_s, merged.all_images_per_s) == (400, 700)
+    assert median_reference([MachineReference(error="x")]) is None

@@ -24,3 +24,7 @@ class FinalPlan(StagePlan):
     next_few: int = 3
     max_candidates: int = 10  # the defaults included
     seed: int = 0  # the shuffles' seed: the same rows give the same order
+    # seconds of the machine reference timed before each block (imgbench.measure.reference;
+    # about twice this with its warm-ups): the final's rows carry their median, so two machines'
+    # picks are set against the host's speed of the same minutes; 0: the run's reference
+    reference_s: float = 1.5

@@ -16,6 +16,12 @@ from imgbench.final.plan import FinalPlan
 from imgbench.final.select import Candidate
 from imgbench.measure.case import Case
 from imgbench.measure.manager import Manager, Skipped
+from imgbench.measure.reference import (
+    MachineReference,
+    median_reference,
+    safe_reference,
+    turned_off,
+)
 from imgbench.measure.rounds import Measurement, pool
 from imgbench.measure.rows import RunHeader, case_listing, case_row
 from imgbench.measure.settings import Settings
@@ -38,6 +44,9 @@ class Contest:
     cases: dict[str, Case] = field(default_factory=dict)  # the planned case of each candidate
     parts: dict[str, list[Measurement]] = field(default_factory=dict)
     wall_s: dict[str, float] = field(default_factory=dict)
+    # the machine reference timed before each block (imgbench.measure.reference): the final's
+    # rows carry the median, taken in the same minutes as their rounds
+    references: list[MachineReference] = field(default_factory=list)
     dropped: dict[str, str] = field(default_factory=dict)  # case_id -> status: reason
     orders: list[list[str]] = field(default_factory=list)  # each block's order (case ids)
 
@@ -86,6 +95,8 @@ def measure_final(
             break
         shuffle.shuffle(order)
         contest.orders.append([c.case_id for c in order])
+        if plan.reference_s > 0 and not turned_off():  # the host's speed beside the rounds
+            contest.references.append(safe_reference(plan.reference_s))
         for case in order:
             started = time.perf_counter()
             outcome = manager.measure(case)
@@ -105,7 +116,11 @@ def measure_final(
 
 
 def final_rows(contest: Contest, manager: Manager, run: RunHeader) -> list[dict[str, Any]]:
-    """One row per candidate: its blocks pooled (ok), or why it has none (skipped/failed)."""
+    """One row per candidate: its blocks pooled (ok), or why it has none (skipped/failed); the
+    rows carry the blocks' machine reference where one was timed (else the run's)."""
+    measured = median_reference(contest.references)
+    if measured is not None:
+        run = dataclasses.replace(run, reference=measured)
     ctx = manager.loaded_context
     dataset: Any = ctx.dataset if ctx is not None else manager.dataset
     rows = []

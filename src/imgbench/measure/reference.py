@@ -45,9 +45,14 @@ WORKLOAD = "decode+augment-v1"  # bump when the work per image changes (not the 
 SIDE = 224  # the augmentation's output square
 CROP = 0.875  # the centre square's share of the shorter side
 MEAN, STD = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)
-SECONDS = 1.5  # timed window of each figure
+# timed seconds of each figure, in ROUNDS alternating turns (one thread, then every CPU, ...):
+# each figure is the median of its turns, so a slow second of a shared host moves one turn,
+# not the figure. Two quick runs of one commit here, one 1.5 s window each, read 381 and 299
+# images/s on one thread (lab/machine_check.py, 2026-11-29)
+SECONDS = 3.0
+ROUNDS = 3
 WARMUP_S = 0.2  # untimed decodes first (caches, lazy imports, page faults)
-REPEATS = 5  # the one-thread figure is the median of this many slices of the window
+REPEATS = 5  # a one-thread turn is the median of this many slices of it
 JOIN_S = 30.0  # beyond the window, how long the parent waits for a process's figure
 
 
@@ -271,17 +276,41 @@ def all_cores_rate(images: list[bytes], processes: int, seconds: float = SECONDS
 
 
 def measure_reference(seconds: float = SECONDS, processes: int | None = None) -> MachineReference:
-    """Both figures now (about ``2 * seconds`` plus warm-ups); raises on any failure."""
+    """Both figures now (about ``2 * seconds`` plus warm-ups), each the median of ``ROUNDS``
+    alternating turns; raises on any failure."""
     images = _images()
     cores = processes or usable_cpus()
-    one = one_thread_rate(images, seconds)
-    every = all_cores_rate(images, cores, seconds)
+    ones, everys = [], []
+    for _ in range(ROUNDS):
+        ones.append(one_thread_rate(images, seconds / ROUNDS))
+        everys.append(all_cores_rate(images, cores, seconds / ROUNDS))
+    one, every = statistics.median(ones), statistics.median(everys)
     return MachineReference(
         workload=workload_version(),
         one_images_per_s=one,
         all_images_per_s=every,
         cores=cores,
         cpu_quota=cpu_quota(),
+    )
+
+
+def turned_off() -> bool:
+    """``$IMGBENCH_MACHINE_REFERENCE=off``: no reference timed anywhere (the test suite's way)."""
+    return os.environ.get(REFERENCE_ENV, "").strip().lower() == OFF
+
+
+def median_reference(found: list[MachineReference]) -> MachineReference | None:
+    """Several timings of one workload as one: the median of each figure (those that failed
+    left out); None when none was measured."""
+    ok = [r for r in found if r.error is None and r.one_images_per_s and r.all_images_per_s]
+    if not ok:
+        return None
+    return MachineReference(
+        workload=ok[0].workload,
+        one_images_per_s=statistics.median(r.one_images_per_s or 0.0 for r in ok),
+        all_images_per_s=statistics.median(r.all_images_per_s or 0.0 for r in ok),
+        cores=ok[0].cores,
+        cpu_quota=ok[0].cpu_quota,
     )
 
 
