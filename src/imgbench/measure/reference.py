@@ -22,7 +22,6 @@ import hashlib
 import importlib
 import io
 import json
-import math
 import multiprocessing
 import os
 import queue
@@ -123,11 +122,13 @@ def workload_version() -> str:
 
 
 def usable_cpus() -> int:
-    """CPUs this process may run on (its affinity mask), at most a cgroup quota rounded up."""
+    """CPUs this process may run on (its affinity mask). A cgroup quota does not lower it: the
+    loader rows run one worker per CPU they see whatever the quota, so the reference runs as many
+    processes and shares the quota as they do (under a one-CPU quota here, two reference
+    processes summed 353-436 images/s where one alone ran 466-504: the quota's throttling costs
+    the processes that share it, and the rows pay it too)."""
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    quota = cpu_quota()
-    cpus = cpus or 1
-    return max(1, min(cpus, math.ceil(quota))) if quota is not None else cpus
+    return max(1, cpus or 1)
 
 
 def cpu_quota() -> float | None:
