@@ -10,6 +10,10 @@ Root only (it creates a cgroup); one run at a time, on a quiet machine, from the
     sudo .venv/bin/python lab/machine_check.py --results /tmp/machine-check --compare-only
     sudo .venv/bin/python lab/machine_check.py --self-test     # the cgroup alone, no timing
 
+docs/regression.md's table ran the quick profile's final at 5 blocks of 3 rounds, a steadier pick:
+``printf '[tool.imgbench.profiles.quick.final]\nblocks = 5\nrounds = 3\n' > /tmp/q.toml`` and
+``IMGBENCH_PYPROJECT=/tmp/q.toml`` before the command.
+
 It runs ``imgbench run --profile quick --results RESULTS/full`` as is, then the same into
 ``RESULTS/quota`` inside the cgroup ``imgbench-machine-check-PID`` (v1:
 ``/sys/fs/cgroup/cpu/NAME``, ``cpu.cfs_quota_us`` = quota x ``cpu.cfs_period_us``; v2:
