@@ -36,6 +36,7 @@ from imgbench.answer.rows import (
     by_machine_and_dataset,
     is_decode_only,
     is_experiment,
+    newest_per_case,
     number,
     where,
 )
@@ -219,12 +220,6 @@ def _interval(row: Row, stage: str, workers: int, medians: dict[str, list[float]
     return row_interval(row, run_to_run_cv(stage, workers) if cv is None else cv)
 
 
-def _latest(rows: pd.DataFrame) -> pd.DataFrame:
-    if rows.empty:
-        return rows
-    return rows.sort_values("created_utc", kind="stable").groupby("case_id").tail(1)
-
-
 def _is_single_thread(row: Row) -> bool:
     params = json_object(row.get("params_json"))
     return (
@@ -256,7 +251,7 @@ def single_thread_ranking(rows: pd.DataFrame) -> pd.DataFrame:
     (``interval_columns``) widened by the read stage's CV, and VERSUS."""
     low, high = interval_columns("images_per_s")
     columns = ["decoder", "images_per_s", "rank", low, high, VERSUS]
-    chosen = _latest(rows[where(rows, _is_single_thread)]) if not rows.empty else rows
+    chosen = newest_per_case(rows[where(rows, _is_single_thread)]) if not rows.empty else rows
     if chosen.empty:
         return pd.DataFrame(columns=columns)
     medians = _case_medians(rows)
@@ -279,7 +274,7 @@ def _ranked(frame: pd.DataFrame, column: str) -> pd.DataFrame:
 
 def _loader_rows(rows: pd.DataFrame) -> tuple[pd.DataFrame, tuple[str, str, int | None]]:
     """The plain pipeline rows of the loader group with the most decoders, and its key."""
-    plain = _latest(rows[where(rows, _is_plain_pipeline)]) if not rows.empty else rows
+    plain = newest_per_case(rows[where(rows, _is_plain_pipeline)]) if not rows.empty else rows
     if plain.empty:
         return plain, ("", "", None)
     params = [json_object(p) for p in plain["params_json"]]

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from imgbench.answer.intervals import Interval, Ratio, ratio, row_interval, run_to_run_cv
-from imgbench.answer.rows import Row, number
+from imgbench.answer.rows import Row, newest_per_case, number
 from imgbench.results.schema import json_object
 
 KINDS = {
@@ -61,17 +61,11 @@ def _interval(row: Row) -> Interval:
     return row_interval(row, run_to_run_cv("loader", workers))
 
 
-def _newest(rows: pd.DataFrame) -> pd.DataFrame:
-    if rows.empty:
-        return rows
-    return rows.sort_values("created_utc", kind="stable").groupby("case_id").tail(1)
-
-
 def ceilings(loaders: pd.DataFrame) -> list[Ceiling]:
     """The fastest newest row of each in-RAM kind among ``loaders`` (timed ok loader rows of one
     machine and dataset), bytes first."""
     found: dict[str, Ceiling] = {}
-    for _, row in _newest(loaders).iterrows():
+    for _, row in newest_per_case(loaders).iterrows():
         params = json_object(row.get("params_json"))
         kind = params.get("preload")
         if kind not in KINDS:
@@ -124,7 +118,7 @@ def distance_text(pick: Interval | None, found: list[Ceiling]) -> str | None:
 def rank_rows(loaders: pd.DataFrame) -> list[RankRow]:
     """Every newest row of R > 1 ranks, by ranks then workers per rank."""
     rows = []
-    for _, row in _newest(loaders).iterrows():
+    for _, row in newest_per_case(loaders).iterrows():
         ranks = int(number(json_object(row.get("params_json")).get("ranks")) or 1)
         if ranks > 1:
             workers = int(number(row.get("workers")) or 0)

@@ -40,6 +40,7 @@ from imgbench.answer.rows import (
     is_decode_only,
     is_experiment,
     is_full_scale_ceiling,
+    newest_per_case,
     number,
     output_side,
     where,
@@ -336,13 +337,6 @@ def _measured(
     )
 
 
-def _latest(rows: pd.DataFrame) -> pd.DataFrame:
-    """The newest row of each case (one run's figure, not a pool of runs)."""
-    if rows.empty:
-        return rows
-    return rows.sort_values("created_utc", kind="stable").groupby("case_id").tail(1)
-
-
 def _group_label(rows: pd.DataFrame, column: str, detail: str) -> str:
     first = rows.iloc[0]
     value, extra = first.get(column), first.get(detail)
@@ -354,7 +348,7 @@ def references(group: pd.DataFrame, loaders: pd.DataFrame, codec: str | None) ->
     """Experiments (the loader rows that are no pipeline) and full-scale ceilings of the group."""
     refs = []
     experiments = loaders[where(loaders, is_experiment)]
-    for _, row in _latest(experiments).iterrows():
+    for _, row in newest_per_case(experiments).iterrows():
         params = json_object(row["params_json"])
         kind = "ceiling" if "preload" in params else "experiment"
         if "accelerator_images_per_s" in params:
@@ -384,7 +378,7 @@ def references(group: pd.DataFrame, loaders: pd.DataFrame, codec: str | None) ->
         return is_full_scale_ceiling(row) and same_codec
 
     ceilings = group[where(group, comparable_ceiling)]
-    for _, row in _latest(ceilings).iterrows():
+    for _, row in newest_per_case(ceilings).iterrows():
         refs.append(
             Reference(
                 "ceiling",
@@ -405,7 +399,7 @@ def _final_rows(group: pd.DataFrame, matrix: dict[str, Row]) -> dict[str, Row]:
         return {}
     newest = finals.loc[finals["created_utc"].idxmax()]
     key = "run_group" if isinstance(newest.get("run_group"), str) else "run_id"
-    finals = _latest(finals[finals[key] == newest[key]])
+    finals = newest_per_case(finals[finals[key] == newest[key]])
     found: dict[str, Row] = {}
     for _, row in finals.iterrows():
         extra = json_object(row.get("extra_json"))
@@ -437,7 +431,7 @@ def _answer_for(group: pd.DataFrame, loaders: pd.DataFrame, side: int | None) ->
     )
     every_run = loaders[where(loaders, lambda r: not is_experiment(r) and output_side(r) == side)]
     answer.references = references(group, loaders, answer.codec)
-    real = _latest(every_run)
+    real = newest_per_case(every_run)
     if real.empty:
         answer.missing.append(f"no loader rows on this machine and dataset: run {LOADER_HINT}")
         return answer

@@ -79,6 +79,13 @@ def timed_ok(frame: pd.DataFrame) -> pd.DataFrame:
     return frame[mask]
 
 
+def newest_per_case(rows: pd.DataFrame) -> pd.DataFrame:
+    """The newest row of each case (one run's figure, not a pool of runs)."""
+    if rows.empty:
+        return rows
+    return rows.sort_values("created_utc", kind="stable").groupby("case_id").tail(1)
+
+
 def by_machine_and_dataset(frame: pd.DataFrame) -> Iterator[pd.DataFrame]:
     """The timed ok rows of ``frame``, one group per machine and dataset, in order of first
     appearance: rows of different machines or datasets are never comparable work."""

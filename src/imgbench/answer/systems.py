@@ -37,13 +37,14 @@ import pandas as pd
 
 from imgbench.answer.intervals import Interval, Ratio, ratio
 from imgbench.answer.measured import FINAL, MATRIX, Measured
-from imgbench.answer.recommend import Answer, _group_label, _latest, _measured, _ranked, answers
+from imgbench.answer.recommend import Answer, _group_label, _measured, _ranked, answers
 from imgbench.answer.rows import (
     CLASSIFICATION,
     Row,
     by_machine_and_dataset,
     is_decode_only,
     is_experiment,
+    newest_per_case,
     number,
     task_of,
     where,
@@ -340,7 +341,7 @@ def _task_candidates(rows: pd.DataFrame) -> list[Measured]:
     return _ranked(
         [
             _measured(row, medians[str(row["case_id"])], MATRIX)
-            for _, row in _latest(rows).iterrows()
+            for _, row in newest_per_case(rows).iterrows()
         ]
     )
 
@@ -365,7 +366,9 @@ def systems_tables(
         machine_id, fingerprint = str(first["machine_id"]), str(first["dataset_fingerprint"])
         machine = _group_label(group, "hostname", "machine_id")
         dataset = _group_label(group, "dataset_name", "dataset_fingerprint")
-        rows: dict[str, Row] = {str(r["case_id"]): r for r in _latest(loaders).to_dict("records")}
+        rows: dict[str, Row] = {
+            str(r["case_id"]): r for r in newest_per_case(loaders).to_dict("records")
+        }
         for answer in found:
             if (answer.machine_id, answer.dataset_fingerprint) != (machine_id, fingerprint):
                 continue

@@ -15,12 +15,13 @@ from dataclasses import dataclass, field
 import pandas as pd
 
 from imgbench.answer.measured import MATRIX, Measured
-from imgbench.answer.recommend import _group_label, _latest, _measured, _ranked
+from imgbench.answer.recommend import _group_label, _measured, _ranked
 from imgbench.answer.rows import (
     CLASSIFICATION,
     FILES,
     by_machine_and_dataset,
     is_experiment,
+    newest_per_case,
     task_of,
     where,
 )
@@ -126,7 +127,7 @@ def task_answers(frame: pd.DataFrame) -> list[TaskAnswer]:
             medians = every_run.groupby("case_id")["images_per_s_median"].apply(
                 lambda v: [float(x) for x in v]
             )
-            latest = _latest(every_run)
+            latest = newest_per_case(every_run)
             measured = _ranked(
                 [
                     _measured(row, medians[str(row["case_id"])], MATRIX)

@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from imgbench.answer.rows import number
 from imgbench.compare.config import case_matches
 from imgbench.errors import one_line
 
@@ -73,18 +74,10 @@ class Reference:
 def parallel_units(row: pd.Series | dict[str, Any]) -> int:
     """Processes or threads the row's configuration keeps busy (see the module's docstring)."""
     for column in ("workers", "threads"):
-        value = _number(row.get(column))
+        value = number(row.get(column))
         if value is not None and value >= 1:
             return int(value)
     return 1
-
-
-def _number(value: Any) -> float | None:
-    try:
-        found = float(value)
-    except (TypeError, ValueError):
-        return None
-    return found if math.isfinite(found) else None
 
 
 def side_reference(rows: pd.DataFrame) -> Reference | None:
