@@ -4,6 +4,7 @@ with the Python decoders and with spdl.io's FFmpeg decode; broken files named; n
 from __future__ import annotations
 
 import dataclasses
+import os
 import threading
 import time
 from collections.abc import Callable
@@ -144,7 +145,16 @@ def test_default_profile_runs_a_small_sweep_and_the_subprocess() -> None:
     got = sorted(
         (c.library, c.params["workers"], c.params["decoder"], c.params.get("spdl_shape", ""))
         for c in planned
+        if "preload" not in c.params
     )
+    # the in-RAM ceilings through SPDL's thread sweep too, at one thread per core
+    ceilings = sorted(
+        (c.library, c.params["workers"], c.params["preload"])
+        for c in planned
+        if "preload" in c.params
+    )
+    cores = os.cpu_count() or 2
+    assert ceilings == [("spdl", cores, "bytes"), ("spdl", cores, "decoded")]
     decoders = ("opencv/imdecode-rgb", "spdl/load-image")
     want = sorted(
         [("spdl", t, d, "") for t in plan.thread_sweep for d in decoders]
