@@ -333,6 +333,13 @@ def test_advise_cores_on_two_core_rows_gives_bounds(tmp_path: Path) -> None:
         assert "at most" in line and "bound (linear from one core" in line
         assert "not a prediction" in line
     assert "to keep a step" not in result.output
+    ranked = CliRunner(env={"COLUMNS": "400"}).invoke(
+        app, ["advise", "--cores", "16", "--ranks", "8", "--results", str(tmp_path)]
+    )
+    split = [line for line in ranked.output.splitlines() if "with 8 ranks" in line]
+    assert len(split) == 2
+    for line in split:  # a bound stays a bound, never an interval, with the ranks too
+        assert "give each rank 2 workers; at most " in line and "not a prediction" in line
 
 
 def test_advise_target_and_cores_together_and_neither(tmp_path: Path) -> None:

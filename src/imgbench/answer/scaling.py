@@ -506,12 +506,18 @@ def ranks_text_at(model: ScalingModel, cores: int, ranks: int) -> str:
     share = max(1, cores // ranks)
     one = model.at(share)
     total = Interval(ranks * one.value, ranks * one.low, ranks * one.high)
-    kind = "prediction" if model.kind == PREDICTION else "bound"
-    return (
+    head = (
         f"with {ranks} ranks sharing {_cores_text(cores)}: give each rank {share} worker"
-        f"{'s' if share != 1 else ''}; {total.value:,.0f} images/s in total (95% interval "
-        f"{total.low:,.0f}-{total.high:,.0f}; {ranks} x one rank at {_cores_text(share)}, a "
-        f"{kind})"
+        f"{'s' if share != 1 else ''}; "
+    )
+    if model.kind == PREDICTION:
+        return head + (
+            f"{total.value:,.0f} images/s in total (95% interval {total.low:,.0f}-"
+            f"{total.high:,.0f}; {ranks} x one rank at {_cores_text(share)}, a prediction)"
+        )
+    return head + (
+        f"at most {total.value:,.0f} images/s in total ({ranks} x one rank's bound at "
+        f"{_cores_text(share)}, to {total.high:,.0f} at its 95% upper end; not a prediction)"
     )
 
 
