@@ -17,6 +17,7 @@ import streamlit as st
 
 from imgbench.compare import CompareInputError, ComparisonResult, RegressionConfig, compare_frames
 from imgbench.compare.config import load_config
+from imgbench.compare.machines import FIGURES
 
 # result.rows columns the page's table shows, in order (verdict and gating as imgbench.compare
 # set them)
@@ -87,15 +88,7 @@ def cached_compare(
 
 
 # the machine comparison's columns (imgbench.compare.machines), as the page's table names them
-MACHINE_COLUMNS = {
-    "case_id": "case_id",
-    "parallel": "parallel",
-    "baseline": "baseline images/s",
-    "candidate": "candidate images/s",
-    "ratio": "machine ratio",
-    "predicted": "reference predicts",
-    "explained": "reference explains",
-}
+MACHINE_COLUMNS = {"case_id": "case_id", **FIGURES}
 
 
 def machine_rows(result: ComparisonResult) -> pd.DataFrame:

@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from imgbench.answer.rows import number
+from imgbench.answer.rows import is_experiment, number, where
 from imgbench.compare.config import case_matches
 from imgbench.errors import one_line
 
@@ -46,6 +46,17 @@ COLUMNS = [
     "predicted",
     "explained",
 ]
+
+
+# the table's figures, by column, as `imgbench compare` and the dashboard's Compare page label them
+FIGURES = {
+    "parallel": "parallel",
+    "baseline": "baseline images/s",
+    "candidate": "candidate images/s",
+    "ratio": "machine ratio",
+    "predicted": "reference predicts",
+    "explained": "reference explains",
+}
 
 
 def reference_at(one: float, every: float, cores: int, parallel: int) -> float:
@@ -201,8 +212,6 @@ def _timed(frame: pd.DataFrame) -> pd.DataFrame:
 def _configurations(frame: pd.DataFrame) -> dict[tuple[str, str, str], pd.DataFrame]:
     """The timed rows by configuration: stage, case id, dataset. Experiments are left out: an
     emulated accelerator's pace or a memory experiment sets their rate, not the CPU."""
-    from imgbench.answer.rows import is_experiment, where
-
     timed = _timed(frame)
     if not timed.empty:
         timed = timed[~where(timed, is_experiment)]

@@ -18,7 +18,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from imgbench.atomic import atomic_file
-from imgbench.compare.machines import NOISE, MachineComparison
+from imgbench.compare.machines import FIGURES, NOISE, MachineComparison
 from imgbench.compare.stats import (
     IMPROVED,
     METHOD_TEST,
@@ -211,15 +211,7 @@ def _predicted(value: float) -> str:
     return "" if math.isnan(value) else f"{value:.3f}"
 
 
-MACHINE_HEADER = (
-    "case",
-    "parallel",
-    "baseline images/s",
-    "candidate images/s",
-    "machine ratio",
-    "reference predicts",
-    "reference explains",
-)
+MACHINE_HEADER = ("case", *FIGURES.values())
 
 
 def _machine_cells(row: Any, several: bool) -> tuple[str, ...]:

@@ -61,8 +61,10 @@ def hold_final(
         return FinalResult(None, [f"final: not held ({why})", *selection.left_out])
     name = f"{run_name}-final"
     run_id = new_run_id(name)
-    # `imgbench run`'s reference (its variable), or measured now for `imgbench final` alone
-    run = RunHeader(run_id, name, group or run_id, reference=reference_from_env())
+    # `imgbench run`'s reference (its variable); for `imgbench final` alone, measured now only
+    # where the blocks time none of their own (FinalPlan.reference_s = 0)
+    reference = reference_from_env(measure=plan.reference_s <= 0)
+    run = RunHeader(run_id, name, group or run_id, reference=reference)
     file_name = f"{run_id}.parquet"
     say(
         f"final: {len(selection.candidates)} candidates x {plan.blocks} blocks of {plan.rounds} "

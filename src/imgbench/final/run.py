@@ -119,6 +119,8 @@ def final_rows(contest: Contest, manager: Manager, run: RunHeader) -> list[dict[
     """One row per candidate: its blocks pooled (ok), or why it has none (skipped/failed); the
     rows carry the blocks' machine reference where one was timed (else the run's)."""
     measured = median_reference(contest.references)
+    if measured is None and run.reference is None and contest.references:
+        measured = contest.references[-1]  # none measured: the rows say why
     if measured is not None:
         run = dataclasses.replace(run, reference=measured)
     ctx = manager.loaded_context

@@ -101,14 +101,7 @@ def loader_cases(profile: Profile) -> list[Case]:
         for t in plan.thread_sweep
     ]
     cases += [c for spec in reference for c in _knob_cases(spec.library, plan)]
-    cases += [c for spec in reference for c in ceiling_and_rank_cases(spec.library, plan)]
-    cores = os.cpu_count() or 2
-    cases += [  # the ceilings through the thread sweeps that run the default pipeline too
-        loader_case(s.library, cores, plan=plan, config=pipeline_config(name))
-        for s in specs
-        if s.sweep == "threads" and DEFAULT_NAME in s.pipelines
-        for name in plan.ceiling_pipelines
-    ]
+    cases += ceiling_and_rank_cases(specs, plan)
     cases += [c for spec in reference for c in task_cases(spec.library, plan)]
     if plan.supply_decoders:  # every full-size JPEG decoder inside the loader
         supply: Callable[..., list[Case]] = load_attr(SUPPLY_CASES)
@@ -160,19 +153,25 @@ def _knob_cases(library: str, plan: LoaderPlan) -> list[Case]:
     return cases
 
 
-def ceiling_and_rank_cases(library: str, plan: LoaderPlan) -> list[Case]:
-    """The reference loader's in-RAM ceilings (the pool's bytes, then its decoded pixels, in RAM
-    before the first batch) at one worker per core, and ``R`` training ranks' loaders sharing
-    the cores for each ``R`` of ``plan.ranks``: each rank with the cores divided among the
-    ranks, and with one worker per core each (what a script tuned on one GPU does on R)."""
+def ceiling_and_rank_cases(specs: tuple[LoaderSpec, ...], plan: LoaderPlan) -> list[Case]:
+    """The in-RAM ceilings (the pool's bytes, then its decoded pixels, in RAM before the first
+    batch) at one worker or thread per core, through the reference loader and every thread
+    sweep that runs the default pipeline; then, through the reference loader, ``R`` training
+    ranks' loaders sharing the cores for each ``R`` of ``plan.ranks``: each rank with the cores
+    divided among the ranks, and with one worker per core each (what a script tuned on one GPU
+    does on R)."""
     cores = os.cpu_count() or 2
+    reference = [s for s in specs if s.sweep == "workers"]
+    threads = [s for s in specs if s.sweep == "threads" and DEFAULT_NAME in s.pipelines]
     cases = [
-        loader_case(library, cores, plan=plan, config=pipeline_config(name))
+        loader_case(spec.library, cores, plan=plan, config=pipeline_config(name))
+        for spec in (*reference, *threads)
         for name in plan.ceiling_pipelines
     ]
-    for ranks in plan.ranks:
-        for workers in dict.fromkeys((max(1, cores // ranks), cores)):
-            cases.append(loader_case(library, workers, plan=plan, ranks=ranks))
+    for spec in reference:
+        for ranks in plan.ranks:
+            for workers in dict.fromkeys((max(1, cores // ranks), cores)):
+                cases.append(loader_case(spec.library, workers, plan=plan, ranks=ranks))
     return cases
 
 

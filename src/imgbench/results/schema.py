@@ -58,7 +58,8 @@ _FIELDS: list[tuple[str, pa.DataType, str]] = [
         pa.string(),
         "the Ray node that measured the row (`imgbench run --ray`); null for a run on one machine",
     ),
-    # the machine's speed on a fixed workload, measured once per run (imgbench.measure.reference)
+    # the machine's speed on a fixed workload: once per run, and per block of the final
+    # (imgbench.measure.reference)
     (
         "reference_workload",
         pa.string(),
@@ -69,7 +70,7 @@ _FIELDS: list[tuple[str, pa.DataType, str]] = [
         "reference_1_images_per_s",
         pa.float64(),
         "the machine's speed on the reference workload: one process on one thread, images/s "
-        "(median of 5 slices of a 1.5 s window)",
+        "(the median of three turns alternating with the all-CPU figure's)",
     ),
     (
         "reference_all_images_per_s",
@@ -80,8 +81,8 @@ _FIELDS: list[tuple[str, pa.DataType, str]] = [
     (
         "reference_cores",
         pa.int32(),
-        "processes behind reference_all_images_per_s: the CPUs the run may use (affinity mask), "
-        "at most a cgroup CPU quota rounded up",
+        "processes behind reference_all_images_per_s: the CPUs the run may use (affinity mask); "
+        "under a cgroup CPU quota they share it, as a loader's workers do",
     ),
     (
         "reference_cpu_quota",
