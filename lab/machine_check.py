@@ -15,7 +15,7 @@ docs/regression.md's table ran the quick profile's final at 5 blocks of 3 rounds
 ``IMGBENCH_PYPROJECT=/tmp/q.toml`` before the command.
 
 It runs ``imgbench run --profile quick --results RESULTS/full`` as is, then the same into
-``RESULTS/quota`` inside the cgroup ``imgbench-machine-check-PID`` (v1:
+``RESULTS/quota`` inside the cgroup ``imgbench-quota-PID`` (v1:
 ``/sys/fs/cgroup/cpu/NAME``, ``cpu.cfs_quota_us`` = quota x ``cpu.cfs_period_us``; v2:
 ``cpu.max``), which it always removes afterwards (any process left in it is moved out first).
 Then ``imgbench compare RESULTS/full RESULTS/quota --machines --json RESULTS/compare.json`` and,
@@ -29,89 +29,17 @@ no prediction to check.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import os
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
-V1_CPU = Path("/sys/fs/cgroup/cpu")
-V2_ROOT = Path("/sys/fs/cgroup")
+from imgbench.measure.quota import CpuQuota, QuotaGroup, quota_group
 
 
-class Quota:
-    """A cgroup with a CPU quota: v1's cpu controller where it is mounted, else v2's cpu.max."""
-
-    def __init__(self, name: str, cpus: float, period_us: int) -> None:
-        self.v1 = (V1_CPU / "cpu.cfs_quota_us").exists()
-        if not self.v1 and "cpu" not in _read(V2_ROOT / "cgroup.controllers").split():
-            raise SystemExit("no cgroup cpu controller here (v1 or v2)")
-        self.parent = V1_CPU if self.v1 else V2_ROOT
-        self.path = self.parent / name
-        self.cpus, self.period_us = cpus, period_us
-
-    def create(self) -> None:
-        self.path.mkdir()
-        quota = int(self.cpus * self.period_us)
-        if self.v1:
-            (self.path / "cpu.cfs_period_us").write_text(f"{self.period_us}\n")
-            (self.path / "cpu.cfs_quota_us").write_text(f"{quota}\n")
-        else:
-            (self.path / "cpu.max").write_text(f"{quota} {self.period_us}\n")
-
-    def enter(self) -> None:
-        """Move the calling process (a child between fork and exec) into the cgroup: every
-        process it starts is then inside too."""
-        (self.path / "cgroup.procs").write_text(f"{os.getpid()}\n")
-
-    def remove(self) -> None:
-        """Empty the cgroup (anything left is moved to its parent) and remove it."""
-        if not self.path.exists():
-            return
-        for _ in range(50):
-            left = _read(self.path / "cgroup.procs").split()
-            for pid in left:
-                with contextlib.suppress(OSError):
-                    (self.parent / "cgroup.procs").write_text(f"{pid}\n")
-            try:
-                self.path.rmdir()
-                return
-            except OSError:
-                time.sleep(0.1)
-        print(f"warning: could not remove {self.path}; remove it by hand (rmdir)", file=sys.stderr)
-
-    def throttled_s(self) -> float | None:
-        """Seconds the cgroup's processes waited for quota (v1 cpu.stat throttled_time, ns)."""
-        for line in _read(self.path / "cpu.stat").splitlines():
-            key, _, value = line.partition(" ")
-            if key == "throttled_time":
-                return int(value) / 1e9
-            if key == "throttled_usec":
-                return int(value) / 1e6
-        return None
-
-
-def _read(path: Path) -> str:
-    try:
-        return path.read_text()
-    except OSError:
-        return ""
-
-
-@contextlib.contextmanager
-def quota_group(cpus: float, period_us: int) -> Iterator[Quota]:
-    group = Quota(f"imgbench-machine-check-{os.getpid()}", cpus, period_us)
-    group.create()
-    try:
-        yield group
-    finally:
-        group.remove()
-
-
-def run(args: list[str], group: Quota | None = None) -> int:
+def run(args: list[str], group: QuotaGroup | None = None) -> int:
     print("$ " + " ".join(args) + (f"   (in {group.path})" if group else ""), flush=True)
     started = time.monotonic()
     code = subprocess.call(args, preexec_fn=group.enter if group else None)
@@ -124,6 +52,12 @@ PROBE = (
     "print(Path('/proc/self/cgroup').read_text().strip().replace(chr(10), ' ')); "
     "print(cpu_quota(), usable_cpus())"
 )
+
+
+def throttled_s(group: QuotaGroup) -> float | None:
+    """Seconds the group's processes waited for quota (cpu.stat), or None."""
+    counters = CpuQuota(group.cpus, group.period_us / 1e6, group.path).throttling()
+    return counters.waited_s if counters is not None else None
 
 
 def self_test(cpus: float, period_us: int) -> int:
@@ -202,7 +136,7 @@ def main() -> int:
         run([*base, "--name", "full", "--results", str(args.results / "full")])
         with quota_group(args.quota_cpus, args.period_us) as group:
             run([*base, "--name", "quota", "--results", str(args.results / "quota")], group)
-            waited = group.throttled_s()
+            waited = throttled_s(group)
             if waited is not None:
                 print(f"the quota held the run back {waited:,.0f} s in all", flush=True)
     return check(args.results, args.tolerance, args.imgbench)

@@ -153,31 +153,6 @@ def test_a_failure_is_said_once_as_a_warning(monkeypatch) -> None:
     assert found.columns()["reference_error"] == "not measured: no fork"
 
 
-@pytest.mark.parametrize(
-    ("files", "expected"),
-    [
-        ({"cpu.cfs_quota_us": "100000", "cpu.cfs_period_us": "100000"}, 1.0),
-        ({"cpu.cfs_quota_us": "150000", "cpu.cfs_period_us": "100000"}, 1.5),
-        ({"cpu.cfs_quota_us": "-1", "cpu.cfs_period_us": "100000"}, None),
-        ({}, None),
-    ],
-)
-def test_a_v1_quota_is_read_in_cpus(tmp_path: Path, files: dict, expected: float | None) -> None:
-    group = tmp_path / "imgbench-check"
-    group.mkdir()
-    for name, text in files.items():
-        (group / name).write_text(text + "\n")
-    assert reference._v1_quota("/imgbench-check", (tmp_path,)) == expected
-
-
-def test_a_v2_quota_is_read_in_cpus(tmp_path: Path) -> None:
-    (tmp_path / "box").mkdir()
-    (tmp_path / "box" / "cpu.max").write_text("50000 100000\n")
-    assert reference._v2_quota(tmp_path, "/box") == 0.5
-    (tmp_path / "box" / "cpu.max").write_text("max 100000\n")
-    assert reference._v2_quota(tmp_path, "/box") is None
-
-
 def test_rows_carry_the_runs_reference_and_their_comparison_key() -> None:
     case = Case(stage="test", library="alpha", variant="ok", prepare=lambda ctx, case: None)
     run = RunHeader("run", None, "run", reference=MEASURED)

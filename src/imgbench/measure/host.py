@@ -23,8 +23,12 @@ PROBE_ITERATIONS = 20_000  # about 0.6 ms of pure Python on this machine's fast 
 
 
 def probe_s() -> float:
-    """Seconds a fixed pure-Python loop takes now: the host's speed, in the interpreter's terms."""
-    clock = time.perf_counter
+    """CPU seconds a fixed pure-Python loop takes now: the host's speed, in the interpreter's
+    terms. Its own thread's CPU time, not wall time: the host's slow state slows both alike,
+    while a wait for a core (the case's own workers holding both, a cgroup quota throttling the
+    process tree for the rest of a period) is no slower CPU, and counted as one it made the gate
+    throw away rounds the quota or the case's own threads had slowed (imgbench.measure.quota)."""
+    clock = time.thread_time
     start = clock()
     total = 0
     for i in range(PROBE_ITERATIONS):

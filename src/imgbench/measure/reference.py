@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from imgbench.errors import one_line
+from imgbench.measure import quota
 from imgbench.measure.threads import thread_limits
 
 REFERENCE_ENV = "IMGBENCH_MACHINE_REFERENCE"
@@ -132,42 +133,9 @@ def usable_cpus() -> int:
 
 
 def cpu_quota() -> float | None:
-    """This process's cgroup CPU quota in CPUs (v2 ``cpu.max``, v1 ``cpu.cfs_quota_us`` over
-    ``cpu.cfs_period_us``), or None where there is none or it cannot be read."""
-    with contextlib.suppress(OSError, ValueError):
-        for line in Path("/proc/self/cgroup").read_text().splitlines():
-            _, controllers, path = line.split(":", 2)
-            names = controllers.split(",")
-            if controllers == "":  # v2: one unified hierarchy
-                found = _v2_quota(Path("/sys/fs/cgroup"), path)
-            elif "cpu" in names:
-                found = _v1_quota(path)
-            else:
-                continue
-            if found is not None:
-                return found
-    return None
-
-
-def _v2_quota(root: Path, path: str) -> float | None:
-    for folder in (root / path.lstrip("/"), root):
-        with contextlib.suppress(OSError, ValueError):
-            quota, period = (folder / "cpu.max").read_text().split()
-            return None if quota == "max" else int(quota) / int(period)
-    return None
-
-
-V1_MOUNTS = (Path("/sys/fs/cgroup/cpu"), Path("/sys/fs/cgroup/cpu,cpuacct"))
-
-
-def _v1_quota(path: str, mounts: tuple[Path, ...] = V1_MOUNTS) -> float | None:
-    for mount in mounts:
-        for folder in (mount / path.lstrip("/"), mount):
-            with contextlib.suppress(OSError, ValueError):
-                quota = int((folder / "cpu.cfs_quota_us").read_text())
-                period = int((folder / "cpu.cfs_period_us").read_text())
-                return None if quota <= 0 else quota / period
-    return None
+    """This process's cgroup CPU quota in CPUs (:mod:`imgbench.measure.quota`), or None."""
+    found = quota.cpu_quota()
+    return found.cpus if found is not None else None
 
 
 def _images() -> list[bytes]:

@@ -37,6 +37,7 @@ from imgbench.measure.host import HostGate
 from imgbench.measure.instructions import Counts, count_pass
 from imgbench.measure.knob import extra_work_for, with_extra_work
 from imgbench.measure.memory import peak_rss_bytes, reset_peak_rss
+from imgbench.measure.quota import MIN_WAIT_SHARE, WARM_PERIODS, CpuQuota, Throttling, cpu_quota
 from imgbench.measure.seeds import seed_everything
 from imgbench.measure.settings import Settings
 from imgbench.measure.storage import IoMeter, storage_facts
@@ -324,6 +325,42 @@ def _until_case_minimum(
             kept_s += timed[-1][0]
 
 
+def quota_throttles(workload: Workload, limit: CpuQuota, warm_pass_s: list[float]) -> bool:
+    """Whether the CPU quota holds this workload back: more untimed passes, until the warm-up
+    spans ``WARM_PERIODS`` of the quota's periods, watched through the cgroup's counters (where
+    they cannot be read, it is taken to: long rounds cost time, short ones the figure).
+
+    A one-thread case under a quota of a CPU or more is held back for moments at most (a helper
+    thread's odd millisecond) and keeps its rounds; a loader whose workers want more than the
+    quota waits for a good part of each period (imgbench.measure.quota)."""
+    if not workload.calibrate or workload.self_timed:
+        return False
+    before, start = limit.throttling(), time.perf_counter()
+    while (
+        time.perf_counter() - start < WARM_PERIODS * limit.period_s
+        and len(warm_pass_s) < MAX_BURSTY_WARM_PASSES
+    ):
+        warm_pass_s.append(_untimed_round(workload))
+    after, elapsed = limit.throttling(), time.perf_counter() - start
+    if before is None or after is None:
+        return True
+    return after.since(before).waited_s > MIN_WAIT_SHARE * elapsed
+
+
+def quota_columns(
+    limit: CpuQuota | None, before: Throttling | None, after: Throttling | None
+) -> dict[str, Any]:
+    """The row's quota columns: the quota, its period and how often it throttled the rounds."""
+    if limit is None:
+        return {}
+    share = after.since(before).share if before is not None and after is not None else None
+    return {
+        "cpu_quota": limit.cpus,
+        "cpu_quota_period_ms": limit.period_s * 1e3,
+        "cpu_throttled_share": share,
+    }
+
+
 def page_faults() -> tuple[int, int]:
     """(minor, major) page faults of this process so far."""
     usage = resource.getrusage(resource.RUSAGE_SELF)
@@ -426,6 +463,10 @@ def time_workload(
     if instructions_dir is not None:
         counts = count_pass(workload, instructions_dir, label)
         return _counted(workload, warmup_rounds, threads, counts)
+    cold = workload.cache is not None and workload.cache.state == "cold"
+    limit = cpu_quota() if fixed_repeats is None else None
+    if limit is not None and not cold and quota_throttles(workload, limit, warm_pass_s):
+        min_round_s = max(min_round_s, limit.round_floor_s())
     repeats = (
         calibrate(workload, warm_pass_s, min_round_s)
         if fixed_repeats is None
@@ -433,11 +474,13 @@ def time_workload(
     )
     reset_peak_rss()
     minor0, major0 = page_faults()
-    cold = workload.cache is not None and workload.cache.state == "cold"
     case_s = 0.0 if cold else settings.min_case_s
     facts = storage_facts(storage) if storage is not None else None
     meter = IoMeter(facts.device if facts else None)
+    limit = cpu_quota()
+    before = limit.throttling() if limit is not None else None
     timed = timed_rounds(workload, rounds, gate, case_s, meter)
+    after = limit.throttling() if limit is not None else None
     minor1, major1 = page_faults()
     peak = peak_rss_bytes()
     images = max(1, workload.images_per_round * (len(timed.samples_s) + timed.discarded))
@@ -468,6 +511,7 @@ def time_workload(
         columns={
             **(facts.columns() if facts else {}),
             **meter.columns(),
+            **quota_columns(limit, before, after),
             # the state the rounds started from, where the workload made one (a loader's rounds
             # on an emulated disk are cold; imgbench.loaders.cold)
             **({"cache_state": workload.cache.state} if workload.cache else {}),

@@ -335,13 +335,27 @@ _FIELDS: list[tuple[str, pa.DataType, str]] = [
         "rounds timed while the host ran slower than host_max_ratio, timed again and dropped",
     ),
     ("host_wait_s", pa.float64(), "seconds waited for the host's quiet state before the rounds"),
-    ("host_probe_reference_s", pa.float64(), "the session's fastest host probe, seconds"),
+    ("host_probe_reference_s", pa.float64(), "the session's fastest host probe, CPU seconds"),
     (
         "host_max_ratio",
         pa.float64(),
         "the gate: rounds above this host ratio were re-timed; 0 = off",
     ),
     ("host_budget_s", pa.float64(), "seconds a case may spend waiting for quiet and re-timing"),
+    # a cgroup CPU quota over the process tree (imgbench.measure.quota)
+    (
+        "cpu_quota",
+        pa.float64(),
+        "the cgroup CPU quota in CPUs while the case ran (cpu.max, or cfs_quota_us over "
+        "cfs_period_us); null: none",
+    ),
+    ("cpu_quota_period_ms", pa.float64(), "the quota's period (CPU time is granted per period)"),
+    (
+        "cpu_throttled_share",
+        pa.float64(),
+        "of the quota's periods during the timed rounds, the share in which it held the "
+        "processes back (cpu.stat nr_throttled / nr_periods); null: no quota or no counters",
+    ),
     ("max_images", pa.int32(), "the session's images per round (per codec) before calibration"),
     # the images the case timed: a seeded sample of the dataset (imgbench.datasets.sample_pool)
     ("sample_seed", pa.int64(), "the seed of the session's samples of the dataset"),
@@ -379,7 +393,12 @@ _FIELDS: list[tuple[str, pa.DataType, str]] = [
         pa.int32(),
         "passes over the case's items in one timed round (calibrated to last min_round_s)",
     ),
-    ("min_round_s", pa.float64(), "the shortest a timed round may last; 0 = one pass per round"),
+    (
+        "min_round_s",
+        pa.float64(),
+        "the shortest a timed round may last; 0 = one pass per round; under a CPU quota that "
+        "throttled the case, at least 10 of its periods (imgbench.measure.quota)",
+    ),
     (
         "min_case_s",
         pa.float64(),
