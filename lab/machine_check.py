@@ -48,9 +48,10 @@ def run(args: list[str], group: QuotaGroup | None = None) -> int:
 
 
 PROBE = (
-    "from pathlib import Path; from imgbench.measure.reference import cpu_quota, usable_cpus; "
+    "from pathlib import Path; from imgbench.measure.quota import cpu_quota; "
+    "from imgbench.measure.reference import usable_cpus; "
     "print(Path('/proc/self/cgroup').read_text().strip().replace(chr(10), ' ')); "
-    "print(cpu_quota(), usable_cpus())"
+    "found = cpu_quota(); print(found and found.cpus, usable_cpus())"
 )
 
 

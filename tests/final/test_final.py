@@ -125,6 +125,8 @@ def test_imgbench_final_writes_interleaved_rows(
         matrix = rows[rows["case_id"] == extra["matrix_case_id"]].iloc[0]
         assert row["params_json"] == matrix["params_json"]
         assert row["library"] == matrix["library"]
+        # and so are what its rounds read from: the disk's facts, as the matrix row has them
+        assert pd.notna(row["storage_fs"]) and row["storage_fs"] == matrix["storage_fs"]
         orders = json.loads(extra["final_orders"])
     # each block ran every candidate once, in a shuffled order
     assert len(orders) == plan.blocks

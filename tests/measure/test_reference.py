@@ -17,7 +17,7 @@ import pandas as pd
 import pytest
 from PIL import Image
 
-from imgbench.measure import reference
+from imgbench.measure import quota, reference
 from imgbench.measure.case import Case
 from imgbench.measure.reference import (
     OFF_REASON,
@@ -259,3 +259,23 @@ def test_the_median_of_several_timings_leaves_failures_out() -> None:
     merged = median_reference(found)
     assert merged is not None and (merged.one_images_per_s, merged.all_images_per_s) == (400, 700)
     assert median_reference([MachineReference(error="x")]) is None
+
+
+def test_under_a_quota_each_turn_spans_ten_of_its_periods(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    turns: list[tuple[str, float]] = []
+    monkeypatch.setattr(
+        reference, "one_thread_rate", lambda images, s: turns.append(("one", s)) or 100.0
+    )
+    monkeypatch.setattr(
+        reference, "all_cores_rate", lambda images, n, s: turns.append(("all", s)) or 150.0
+    )
+    monkeypatch.setattr(quota, "cpu_quota", lambda: quota.CpuQuota(1.0, 0.1, tmp_path))
+    found = reference.measure_reference(seconds=1.5, processes=2)
+    assert found.cpu_quota == 1.0 and len(turns) == 2 * reference.ROUNDS
+    assert {s for _, s in turns} == {quota.ROUND_PERIODS * 0.1}  # not 1.5 / 3
+    turns.clear()
+    monkeypatch.setattr(quota, "cpu_quota", lambda: None)
+    assert reference.measure_reference(seconds=1.5, processes=2).cpu_quota is None
+    assert {s for _, s in turns} == {0.5}

@@ -164,6 +164,7 @@ def final_rows(contest: Contest, manager: Manager, run: RunHeader) -> list[dict[
                 wall_s=contest.wall_s.get(case.case_id, 0.0),
                 dataset=dataset,
                 settings=manager.settings,
+                columns=measurement.columns if measurement is not None else None,
             )
         )
     return rows
