@@ -20,6 +20,7 @@ from imgbench.final.plan import FinalPlan
 from imgbench.final.run import PREFIX
 from imgbench.final.select import best_of_each_system, choose, leaner_plausible_ties, system_of
 from imgbench.measure.reference import MachineReference
+from imgbench.measure.settings import Settings
 from imgbench.profiles import get_profile
 from tests.shared_runs import SessionRun
 
@@ -173,3 +174,12 @@ def test_the_final_holds_the_leaner_plausible_ties_the_secondary_rule_would_pick
     # the fewest processes (one) or within 10% of the least memory, among the plausible ties,
     # fastest first; the worker-process loaders and the row too slow to tie stay out
     assert lean == ["queue-feeder", "threadpool-4", "threadpool-2"]
+
+
+def test_the_final_rounds_last_at_least_its_own_floor() -> None:
+    session = Settings(rounds=10, loader_rounds=5, min_round_s=0.02, processes=2)
+    plain = final_run.final_settings(session, FinalPlan(blocks=5, rounds=3))
+    assert (plain.rounds, plain.loader_rounds, plain.processes) == (3, 0, 1)
+    assert plain.min_round_s == 0.02  # 0: the profile's
+    floored = final_run.final_settings(session, FinalPlan(blocks=5, rounds=3, min_round_s=0.5))
+    assert floored.min_round_s == 0.5

@@ -28,3 +28,6 @@ class FinalPlan(StagePlan):
     # about twice this with its warm-ups): the final's rows carry their median, so two machines'
     # picks are set against the host's speed of the same minutes; 0: the run's reference
     reference_s: float = 1.5
+    # the shortest a final round may last (seconds; 0: the profile's min_round_s): a loader's
+    # rounds of a few batches last 35 ms here, and three of them time one state of the host
+    min_round_s: float = 0.0

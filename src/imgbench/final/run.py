@@ -53,7 +53,13 @@ class Contest:
 
 def final_settings(settings: Settings, plan: FinalPlan) -> Settings:
     """The session's settings with the final's rounds, one process per block."""
-    return dataclasses.replace(settings, rounds=plan.rounds, loader_rounds=0, processes=1)
+    return dataclasses.replace(
+        settings,
+        rounds=plan.rounds,
+        loader_rounds=0,
+        processes=1,
+        min_round_s=max(settings.min_round_s, plan.min_round_s),
+    )
 
 
 def measure_final(
