@@ -120,6 +120,8 @@ def test_imgbench_final_writes_interleaved_rows(
         # every block measured it: its rounds pool the blocks, each block's figure kept
         assert extra["final_blocks"] == plan.blocks
         assert len(extra["final_block_images_per_s"]) == plan.blocks
+        assert extra["final_block_reference_1"] == [300.0, 500.0]  # each block's, kept
+        assert extra["final_block_reference_all"] == [600.0, 1000.0]
         assert len(row["samples_s"]) == plan.blocks * plan.rounds
         assert row["images_per_s_median"] > 0
         # the configuration is the matrix row's: the answer reads it from the same params

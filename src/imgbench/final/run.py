@@ -153,6 +153,9 @@ def final_rows(contest: Contest, manager: Manager, run: RunHeader) -> list[dict[
                 "final_why": candidate.why,
                 "final_blocks": len(parts),
                 "final_block_images_per_s": measurement.process_images_per_s,
+                # the reference timed before each block (None where it failed), beside them
+                "final_block_reference_1": [r.one_images_per_s for r in contest.references],
+                "final_block_reference_all": [r.all_images_per_s for r in contest.references],
                 "final_candidates": len(contest.candidates),
                 "final_orders": json.dumps(contest.orders),
                 **({"final_dropped": dropped} if dropped else {}),
