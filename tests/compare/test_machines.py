@@ -246,7 +246,34 @@ def test_the_markdown_report_has_the_machines_section(sides) -> None:  # type: i
     markdown = to_markdown(result)
     assert "### Machines (candidate / baseline)" in markdown
     assert (
-        "| case | parallel | baseline images/s | candidate images/s | machine ratio |" in markdown
+        "| case | parallel | cores busy | baseline images/s | candidate images/s | machine ratio |"
+        in markdown
     )
     assert to_json(result)["machines"]["shown"] is True
     assert not math.isnan(to_json(result)["machines"]["median_abs_error"])
+
+
+def _busy(rows: list[dict[str, Any]], case_id: str, cores: float) -> list[dict[str, Any]]:
+    """``rows`` with ``case_id``'s row saying its processes kept ``cores`` cores busy."""
+    out = []
+    for row in rows:
+        if row["case_id"] == case_id:
+            extra = json.loads(row.get("extra_json") or "{}")
+            extra.update(cpu_cores_busy=cores + 0.05, background_cores_busy=0.05)
+            row = {**row, "extra_json": json.dumps(extra)}
+        out.append(row)
+    return out
+
+
+def test_a_loader_is_read_at_the_cores_it_kept_busy_where_it_could(sides) -> None:  # type: ignore[no-untyped-def]
+    # the two-worker loader kept 1.5 cores busy on A and 1.0 under B's quota: both references
+    # are read at 1.5, between one thread and every core (A: 145, B: 50), not at 2
+    a, b = sides
+    two = first_case(a, "loader", workers=2)
+    machines = compare_machines(frame(_busy(a, two, 1.5)), frame(_busy(b, two, 1.0)))
+    row = machines.rows.set_index("case_id").loc[two]
+    assert row["parallel"] == 2 and row["cores_busy"] == pytest.approx(1.5)
+    assert row["predicted"] == pytest.approx(50 / 145)
+    # rows that do not say how busy they kept the cores are read at their workers
+    plain = compare_machines(frame(a), frame(b)).rows.set_index("case_id").loc[two]
+    assert plain["cores_busy"] == 2 and plain["predicted"] == pytest.approx(50 / 190)

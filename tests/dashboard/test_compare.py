@@ -210,6 +210,7 @@ def test_runs_with_references_show_the_machine_ratio_and_what_it_explains(
     assert list(table.columns) == [
         "case_id",
         "parallel",
+        "cores busy",
         "baseline images/s",
         "candidate images/s",
         "machine ratio",

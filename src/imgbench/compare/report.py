@@ -219,6 +219,7 @@ def _machine_cells(row: Any, several: bool) -> tuple[str, ...]:
     return (
         f"{row.case_id} @ {row.dataset}" if several else row.case_id,
         str(row.parallel),
+        f"{row.cores_busy:.2f}",
         f"{row.baseline:,.0f}",
         f"{row.candidate:,.0f}",
         f"{row.ratio:.3f}",
