@@ -249,6 +249,9 @@ def test_the_markdown_report_has_the_machines_section(sides) -> None:  # type: i
         "| case | parallel | cores busy | baseline images/s | candidate images/s | machine ratio |"
         in markdown
     )
+    lines = markdown.splitlines()
+    header = next(i for i, line in enumerate(lines) if line.startswith("| case | parallel"))
+    assert lines[header + 1].count("|") == lines[header].count("|")  # a separator per column
     assert to_json(result)["machines"]["shown"] is True
     assert not math.isnan(to_json(result)["machines"]["median_abs_error"])
 

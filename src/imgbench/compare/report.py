@@ -339,7 +339,11 @@ def _md_machines(result: ComparisonResult) -> list[str]:
         return ["", f"- {line}"] if line else []
     lines = ["", "### Machines (candidate / baseline)", ""]
     lines += [f"- {line}" for line in machines.summary()]
-    lines += ["", "| " + " | ".join(MACHINE_HEADER) + " |", "|---|" + "---:|" * (len(MACHINE_HEADER) - 1)]
+    lines += [
+        "",
+        "| " + " | ".join(MACHINE_HEADER) + " |",
+        "|---|" + "---:|" * (len(MACHINE_HEADER) - 1),
+    ]
     several = machines.rows["dataset"].nunique() > 1
     for row in machines.rows.itertuples():
         cells = _machine_cells(row, several)
