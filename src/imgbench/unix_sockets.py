@@ -55,3 +55,25 @@ def check_tensor_handover() -> None:
         return  # file_system: shared memory by name, no socket
     if (why := resource_sharer_error()) is not None:
         raise RuntimeError(why)
+
+
+WORKERS_PREFIX = "imgbench-workers-"
+
+
+def workers_temp_dir() -> Path:
+    """A private folder for a loader's worker processes' temporary files, removed by the loader.
+
+    A worker hands tensors over through a listener socket in its own ``pymp-*`` folder, which
+    multiprocessing removes when the worker exits normally; a worker the loader had to kill (a
+    hung sample) left it in ``/tmp``, one per killed worker, for good. With ``tempfile.tempdir``
+    pointed here in each worker (:func:`use_temp_dir`), the loader's ``close`` removes them all."""
+    parent = Path(tempfile.gettempdir())
+    longest = f"/{WORKERS_PREFIX}12345678" + "/pymp-12345678/listener-12345678"
+    if not fits(str(parent) + longest):
+        parent = Path("/tmp")
+    return Path(tempfile.mkdtemp(prefix=WORKERS_PREFIX, dir=parent))
+
+
+def use_temp_dir(folder: str) -> None:
+    """In a worker process: its temporary files (multiprocessing's among them) go in ``folder``."""
+    tempfile.tempdir = folder

@@ -4,6 +4,7 @@ batches that never come (torch hands each tensor over through that socket); imgb
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -77,3 +78,41 @@ def test_a_dataloader_case_under_a_long_tmpdir_fails_naming_the_folder(
     with pytest.raises(RuntimeError, match="set TMPDIR to a shorter folder") as info:
         TorchLoader([0, 1], {"workers": 2, "batch_size": 1})  # type: ignore[arg-type]
     assert str(folder) in str(info.value)
+
+
+KILLED = textwrap.dedent(
+    """
+    import json, os, signal
+    import torch
+    from torch.utils.data import default_collate
+    from imgbench.loaders.libs.torch_dataloader import TorchLoader
+
+    loader = TorchLoader(list(range(8)), {"workers": 1, "batch_size": 2},
+                         collate_fn=default_collate)
+    batch = next(loader.batches())
+    inside = sorted(p.name[:5] for p in loader.temp_dir.iterdir())
+    for pid in loader.worker_pids():  # as the loader kills a worker that hangs
+        os.kill(pid, signal.SIGKILL)
+    loader.close()
+    print(json.dumps({"batch": batch.tolist(), "inside": inside,
+                      "left": loader.temp_dir.exists()}))
+    """
+)
+
+
+def test_a_killed_workers_socket_folder_goes_with_the_loader(tmp_path: Path) -> None:
+    """A worker killed mid-case leaves its ``pymp-*`` folder (its tensor hand-over socket); it
+    sits in the loader's own folder, which ``close`` removes: nothing left in TMPDIR."""
+    proc = subprocess.run(
+        [sys.executable, "-c", KILLED],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "TMPDIR": str(tmp_path)},
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    found = json.loads(proc.stdout.splitlines()[-1])
+    assert len(found["batch"]) == 2
+    assert found["inside"] == ["pymp-"]  # the worker's socket folder was in the loader's
+    assert found["left"] is False
+    assert list(tmp_path.iterdir()) == []  # and nothing else under TMPDIR

@@ -14,13 +14,16 @@ comes from the workers, as in the usual recipe, not from oversubscribed library 
 from __future__ import annotations
 
 import contextlib
+import functools
+import shutil
 from collections.abc import Iterator, Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from imgbench.loaders.base import BATCH_TIMEOUT_S, Batch, clock, reap
 from imgbench.loaders.documented import Documented
 from imgbench.loaders.pipeline import SamplePipeline, collate_for
-from imgbench.unix_sockets import check_tensor_handover
+from imgbench.unix_sockets import check_tensor_handover, use_temp_dir, workers_temp_dir
 
 if TYPE_CHECKING:
     from imgbench.loaders.plan import LoaderPlan
@@ -37,6 +40,12 @@ DOCUMENTED = Documented(
     params={},
 )
 DOCUMENTED_PIPELINE = "common-default"  # Pillow's decode, torchvision's transforms on PIL images
+
+
+def init_worker(temp_dir: str, worker_id: int) -> None:
+    """Each DataLoader worker: sequential OpenCV, and its temporary files in the loader's folder."""
+    pin_worker_threads(worker_id)
+    use_temp_dir(temp_dir)
 
 
 def pin_worker_threads(worker_id: int) -> None:
@@ -96,14 +105,16 @@ class TorchLoader:
         if pin and not torch.cuda.is_available():
             raise ValueError("pin_memory needs a CUDA device")
         kwargs: dict[str, Any] = {}
+        self.temp_dir: Path | None = None
         if workers > 0:
             check_tensor_handover()  # else a long TMPDIR loses every batch (unix_sockets.py)
+            self.temp_dir = workers_temp_dir()  # what a killed worker leaves, close removes
             kwargs.update(
                 prefetch_factor=params.get("prefetch_factor") or 2,
                 persistent_workers=bool(params.get("persistent_workers", True)),
                 multiprocessing_context=params.get("start_method") or "fork",
                 timeout=float(params.get("batch_timeout_s") or BATCH_TIMEOUT_S),
-                worker_init_fn=pin_worker_threads,
+                worker_init_fn=functools.partial(init_worker, str(self.temp_dir)),
             )
             if "in_order" in params:  # torch >= 2.6: batches as workers finish them
                 kwargs["in_order"] = bool(params["in_order"])
@@ -115,16 +126,21 @@ class TorchLoader:
             sampler = EndlessShard(pipeline, *self.shard, seed=seed)
         elif not iterable:
             sampler = RandomSampler(pipeline, num_samples=ENDLESS, generator=generator)
-        self.loader = (loader_class or DataLoader)(
-            cast("Dataset[Any]", pipeline),  # a map-style dataset by duck typing: len, [i]
-            batch_size=int(params["batch_size"]),
-            sampler=sampler,
-            collate_fn=collate_fn or collate_for(pipeline.config),
-            num_workers=workers,
-            pin_memory=pin,
-            drop_last=True,
-            **kwargs,
-        )
+        try:
+            self.loader = (loader_class or DataLoader)(
+                cast("Dataset[Any]", pipeline),  # a map-style dataset by duck typing: len, [i]
+                batch_size=int(params["batch_size"]),
+                sampler=sampler,
+                collate_fn=collate_fn or collate_for(pipeline.config),
+                num_workers=workers,
+                pin_memory=pin,
+                drop_last=True,
+                **kwargs,
+            )
+        except BaseException:
+            if self.temp_dir is not None:
+                shutil.rmtree(self.temp_dir, ignore_errors=True)
+            raise
         self.workers = workers
         self.pipeline = pipeline
         self._iterator: Any = None
@@ -162,6 +178,8 @@ class TorchLoader:
             with contextlib.suppress(Exception):
                 shutdown()
         reap(pids)
+        if self.temp_dir is not None:
+            shutil.rmtree(self.temp_dir, ignore_errors=True)
 
 
 def build(pipeline: SamplePipeline, params: Mapping[str, Any]) -> TorchLoader:
