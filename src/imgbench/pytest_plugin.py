@@ -295,6 +295,8 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     if state.settings.worker_imports == "profile":
         required.update(profile_imports(state.profile, state.environment))
     state.manager.preload = worker_preload(required)
+    if not session.items:  # every case deselected (`imgbench run -k`): nothing to save, say nothing
+        quiet_empty_save(session.config)
     opts = session.config.option  # the machine's reference, before any case (measure/reference)
     if session.items and not (opts.collectonly or getattr(opts, "benchmark_disable", False)):
         state.run = replace(state.run, reference=session_reference(state.settings.measure))
@@ -304,6 +306,17 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 
         with atomic_file(Path(out), "w") as handle:
             json.dump(listing, handle)
+
+
+def quiet_empty_save(config: pytest.Config) -> None:
+    """pytest-benchmark warns "Not saving anything, no benchmarks have been run!" at the end of
+    a session with ``--benchmark-save`` and no benchmark; ``imgbench run -k`` starts one such
+    session per environment whose cases all fall outside the selection, and its own summary
+    already says what ran. Marked disabled, pytest-benchmark skips the warning (nothing else:
+    no benchmark runs in a session without items)."""
+    session = getattr(config, "_benchmarksession", None)
+    if session is not None:
+        session.disabled = True
 
 
 def _close(state: SessionState) -> None:

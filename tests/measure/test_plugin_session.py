@@ -201,3 +201,16 @@ def test_registered_cases_of_other_environments_are_not_collected(
     assert not frame["reason"].fillna("").str.contains("environment").any()
     assert "cases run in the pillow-simd environment" in proc.stdout
     assert "cases run in the tensorflow environment" in proc.stdout
+
+
+def test_a_session_whose_cases_are_all_deselected_says_nothing_about_saving(
+    tmp_path: Path, tiny_dataset: Path
+) -> None:
+    results = _setup(tmp_path)
+    proc = run_pytest(
+        [*_args(tiny_dataset, results), "-k", "no_such_case", "--benchmark-save=empty"],
+        cwd=tmp_path,
+    )
+    assert proc.returncode == 5, proc.stdout[-2000:]  # pytest's "no tests ran"
+    assert "deselected" in proc.stdout
+    assert "Not saving anything" not in proc.stdout + proc.stderr
