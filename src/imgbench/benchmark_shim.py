@@ -26,6 +26,18 @@ def claim(benchmark: Any) -> None:
     benchmark._mode = "imgbench"
 
 
+def quiet_empty_save(config: Any, items: list[Any]) -> None:
+    """pytest-benchmark warns "Not saving anything, no benchmarks have been run!" at the end of
+    a session with ``--benchmark-save`` and no benchmark; ``imgbench run -k`` starts one such
+    session per environment whose cases all fall outside the selection, and its own summary
+    says what ran. Where ``items`` is empty, its session object (``config._benchmarksession``,
+    private) is marked disabled: that skips the warning, and nothing else in a session without
+    items."""
+    session = getattr(config, "_benchmarksession", None)
+    if session is not None and not items:
+        session.disabled = True
+
+
 def _hand_over(benchmark: Any, samples: list[float]) -> None:
     """Give round times measured by imgbench to pytest-benchmark, so its table and JSON agree
     with the rows."""

@@ -4,9 +4,8 @@ Options become one :class:`~imgbench.measure.settings.Settings`; each bench modu
 parametrized from its stage; the ``imgbench`` fixture hands a case to the session's
 :class:`~imgbench.measure.manager.Manager` and maps its outcome to pytest's (a skip, a failure,
 or samples handed to pytest-benchmark through :mod:`imgbench.benchmark_shim`); every case's row
-(ok, skipped or failed) is rewritten atomically to ``results/RUN.parquet`` after each case, so an
-interrupted session still leaves every finished case readable.
-"""
+(ok, skipped or failed) goes atomically to ``results/RUN.parquet`` after it: an interrupted session
+keeps every finished case."""
 
 from __future__ import annotations
 
@@ -21,7 +20,7 @@ from typing import Any
 import pytest
 
 from imgbench import session_output as out
-from imgbench.benchmark_shim import claim, record_samples
+from imgbench.benchmark_shim import claim, quiet_empty_save, record_samples
 from imgbench.controls import DatasetPathError, session_dataset
 from imgbench.disks.disk import DiskUnavailableError
 from imgbench.disks.records import cleanup_leftovers
@@ -295,8 +294,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     if state.settings.worker_imports == "profile":
         required.update(profile_imports(state.profile, state.environment))
     state.manager.preload = worker_preload(required)
-    if not session.items:  # every case deselected (`imgbench run -k`): nothing to save, say nothing
-        quiet_empty_save(session.config)
+    quiet_empty_save(session.config, session.items)  # every case deselected: say nothing
     opts = session.config.option  # the machine's reference, before any case (measure/reference)
     if session.items and not (opts.collectonly or getattr(opts, "benchmark_disable", False)):
         state.run = replace(state.run, reference=session_reference(state.settings.measure))
@@ -306,17 +304,6 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 
         with atomic_file(Path(out), "w") as handle:
             json.dump(listing, handle)
-
-
-def quiet_empty_save(config: pytest.Config) -> None:
-    """pytest-benchmark warns "Not saving anything, no benchmarks have been run!" at the end of
-    a session with ``--benchmark-save`` and no benchmark; ``imgbench run -k`` starts one such
-    session per environment whose cases all fall outside the selection, and its own summary
-    already says what ran. Marked disabled, pytest-benchmark skips the warning (nothing else:
-    no benchmark runs in a session without items)."""
-    session = getattr(config, "_benchmarksession", None)
-    if session is not None:
-        session.disabled = True
 
 
 def _close(state: SessionState) -> None:
