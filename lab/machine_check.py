@@ -36,7 +36,7 @@ import sys
 import time
 from pathlib import Path
 
-from imgbench.measure.quota import QuotaGroup, quota_group
+from imgbench.measure.quota import CpuQuota, QuotaGroup, quota_group
 
 
 def run(args: list[str], group: QuotaGroup | None = None) -> int:
@@ -53,6 +53,12 @@ PROBE = (
     "print(Path('/proc/self/cgroup').read_text().strip().replace(chr(10), ' ')); "
     "found = cpu_quota(); print(found and found.cpus, usable_cpus())"
 )
+
+
+def throttled_s(group: QuotaGroup) -> float | None:
+    """Seconds the group's processes waited for quota (cpu.stat), or None."""
+    counters = CpuQuota(group.cpus, group.period_us / 1e6, group.path).throttling()
+    return counters.waited_s if counters is not None else None
 
 
 def self_test(cpus: float, period_us: int) -> int:
@@ -131,9 +137,9 @@ def main() -> int:
         run([*base, "--name", "full", "--results", str(args.results / "full")])
         with quota_group(args.quota_cpus, args.period_us) as group:
             run([*base, "--name", "quota", "--results", str(args.results / "quota")], group)
-            counters = group.quota().throttling()
-            if counters is not None:
-                print(f"the quota held the run back {counters.waited_s:,.0f} s in all", flush=True)
+            waited = throttled_s(group)
+            if waited is not None:
+                print(f"the quota held the run back {waited:,.0f} s in all", flush=True)
     return check(args.results, args.tolerance, args.imgbench)
 
 

@@ -15,11 +15,10 @@ from __future__ import annotations
 
 import contextlib
 import os
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-
-from imgbench.disks.cgroup import join, remove_group
 
 PROC_CGROUP = Path("/proc/self/cgroup")
 V2_ROOT = Path("/sys/fs/cgroup")
@@ -135,8 +134,7 @@ class QuotaGroup:
 
     def __init__(self, name: str, cpus: float, period_us: int = 100_000) -> None:
         self.v1 = (V1_MOUNTS[0] / "cpu.cfs_quota_us").exists()
-        control = V2_ROOT / "cgroup.subtree_control"
-        if not self.v1 and "cpu" not in (control.read_text() if control.exists() else "").split():
+        if not self.v1 and "cpu" not in _read(V2_ROOT / "cgroup.subtree_control").split():
             raise OSError("no cgroup cpu controller here (v1 cpu, or cpu in v2's subtree_control)")
         self.parent = V1_MOUNTS[0] if self.v1 else V2_ROOT
         self.path = self.parent / name
@@ -151,18 +149,25 @@ class QuotaGroup:
         else:
             (self.path / "cpu.max").write_text(f"{quota} {self.period_us}\n")
 
-    def quota(self) -> CpuQuota:
-        """The quota as the processes inside read it (its counters: ``throttling``)."""
-        return CpuQuota(self.cpus, self.period_us / 1e6, self.path)
-
     def enter(self) -> None:
         """Move the calling process (a child between fork and exec: ``preexec_fn``) into the
         group; every process it starts is then inside too."""
-        join(self.path)
+        (self.path / "cgroup.procs").write_text(f"{os.getpid()}\n")
 
     def remove(self) -> None:
         """Empty the group (anything left is moved to its parent) and remove it."""
-        remove_group(self.path)
+        for _ in range(50):
+            if not self.path.exists():
+                return
+            for pid in _read(self.path / "cgroup.procs").split():
+                with contextlib.suppress(OSError):
+                    (self.parent / "cgroup.procs").write_text(f"{pid}\n")
+            try:
+                self.path.rmdir()
+                return
+            except OSError:
+                time.sleep(0.1)
+        raise OSError(f"could not remove {self.path}; remove it by hand (rmdir)")
 
 
 @contextlib.contextmanager
@@ -174,3 +179,10 @@ def quota_group(cpus: float, period_us: int = 100_000) -> Iterator[QuotaGroup]:
         yield group
     finally:
         group.remove()
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text()
+    except OSError:
+        return ""

@@ -464,9 +464,8 @@ def time_workload(
         counts = count_pass(workload, instructions_dir, label)
         return _counted(workload, warmup_rounds, threads, counts)
     cold = workload.cache is not None and workload.cache.state == "cold"
-    limit = cpu_quota()
-    calibrating = fixed_repeats is None and not cold  # a later process repeats the first's rounds
-    if limit is not None and calibrating and quota_throttles(workload, limit, warm_pass_s):
+    limit = cpu_quota() if fixed_repeats is None else None
+    if limit is not None and not cold and quota_throttles(workload, limit, warm_pass_s):
         min_round_s = max(min_round_s, limit.round_floor_s())
     repeats = (
         calibrate(workload, warm_pass_s, min_round_s)
@@ -478,6 +477,7 @@ def time_workload(
     case_s = 0.0 if cold else settings.min_case_s
     facts = storage_facts(storage) if storage is not None else None
     meter = IoMeter(facts.device if facts else None)
+    limit = cpu_quota()
     before = limit.throttling() if limit is not None else None
     timed = timed_rounds(workload, rounds, gate, case_s, meter)
     after = limit.throttling() if limit is not None else None
